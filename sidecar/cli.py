@@ -1,0 +1,257 @@
+"""``interrupt-sidecar``: serve the daemon, or drive it from a shell.
+
+Exit codes (the same for every subcommand):
+
+====  =====================================================================
+0     success
+1     unexpected internal error
+2     usage error: a bad flag, argument or environment variable
+3     ``serve`` could not start (socket in use, directory not creatable)
+4     cannot reach the daemon (client subcommands)
+5     the daemon refused the request (its status and message are printed)
+6     ``serve`` was forced down by a second SIGTERM/SIGINT
+====  =====================================================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import grpc
+from google.protobuf import json_format
+from google.protobuf.duration_pb2 import Duration
+from interrupt.v1 import interrupt_pb2 as pb
+from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+
+from sidecar import __version__
+from sidecar.config import ENV_PREFIX, ConfigError, build_serve_config, default_socket_path, parse_duration
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_STARTUP, EXIT_UNREACHABLE, EXIT_REFUSED, EXIT_FORCED = range(7)
+REASONS = [name.removeprefix("INTERRUPT_REASON_") for name in pb.InterruptReason.keys()[1:]]
+
+
+def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="run the daemon",
+        description="Run the daemon. Every flag has an INTERRUPT_SIDECAR_* environment twin; the flag wins.",
+    )
+    p.add_argument(
+        "--listen",
+        action="append",
+        metavar="ADDRESS",
+        help="unix:///path/to.sock or HOST:PORT; repeatable (env INTERRUPT_SIDECAR_LISTEN, comma-separated; "
+        "default: a unix socket under $XDG_RUNTIME_DIR or /tmp)",
+    )
+    p.add_argument("--metrics-listen", metavar="HOST:PORT", help="serve /metrics here; empty disables (default)")
+    p.add_argument("--state-dir", metavar="DIR", help="directory for the daemon's state (created owner-only)")
+    p.add_argument("--grace", metavar="DURATION", help="default grace after a trip (default 500ms)")
+    p.add_argument("--loop", choices=["auto", "uvloop", "asyncio"], help="event loop (default auto: uvloop if present)")
+    p.add_argument(
+        "--allow-insecure-tcp",
+        action="store_const",
+        const=True,
+        help="allow plaintext TCP on non-loopback addresses (anyone who can connect can interrupt and kill)",
+    )
+    p.add_argument("--shutdown-timeout", metavar="DURATION", help="bound on the SIGTERM sequence (default 10s)")
+    p.add_argument("--log-level", metavar="LEVEL", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
+    p.set_defaults(func=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        config = build_serve_config(
+            listen=args.listen,
+            metrics_listen=args.metrics_listen,
+            state_dir=args.state_dir,
+            grace=args.grace,
+            loop=args.loop,
+            allow_insecure_tcp=args.allow_insecure_tcp,
+            shutdown_timeout=args.shutdown_timeout,
+            log_level=args.log_level,
+            env=os.environ,
+        )
+    except ConfigError as err:
+        print(f"interrupt-sidecar serve: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    logging.basicConfig(level=config.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from sidecar.loops import loop_factory
+    from sidecar.server import serve
+
+    with asyncio.Runner(loop_factory=loop_factory(config.loop)) as runner:
+        return runner.run(serve(config))
+
+
+# -- client subcommands ------------------------------------------------------
+
+
+def _address(args: argparse.Namespace) -> str:
+    if args.address:
+        return str(args.address)
+    env = os.environ.get(ENV_PREFIX + "ADDRESS")
+    return env or f"unix://{default_socket_path(os.environ)}"
+
+
+def _call(args: argparse.Namespace, fn: Callable[[pb_grpc.CoordinatorServiceStub], Any]) -> Any:
+    with grpc.insecure_channel(_address(args)) as channel:
+        return fn(pb_grpc.CoordinatorServiceStub(channel))
+
+
+def _duration(text: str | None, name: str) -> Duration | None:
+    if text is None:
+        return None
+    d = Duration()
+    d.FromNanoseconds(parse_duration(text, name))
+    return d
+
+
+def _print(args: argparse.Namespace, message: Any, human: str) -> None:
+    if args.json:
+        print(json.dumps(json_format.MessageToDict(message, preserving_proto_field_name=True), indent=2))
+    else:
+        print(human)
+
+
+def _begin(args: argparse.Namespace) -> int:
+    labels = {}
+    for item in args.label or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--label {item!r}: expected KEY=VALUE")
+        labels[key] = value
+    request = pb.BeginExecutionRequest(
+        execution_id=args.execution_id or "",
+        parent_execution_id=args.parent or "",
+        context_id=args.context or "",
+        grace=_duration(args.grace, "--grace"),
+        budget=_duration(args.budget, "--budget"),
+        lease_ttl=_duration(args.lease_ttl, "--lease-ttl"),
+        labels=labels,
+    )
+    response = _call(args, lambda stub: stub.BeginExecution(request))
+    _print(
+        args,
+        response,
+        f"INTERRUPT_SIDECAR_EXECUTION={response.execution_id}\nINTERRUPT_SIDECAR_TOKEN={response.attach_token}",
+    )
+    return EXIT_OK
+
+
+def _interrupt(args: argparse.Namespace) -> int:
+    reason = pb.InterruptReason.Value("INTERRUPT_REASON_" + args.reason)
+    if args.context:
+        request = pb.InterruptRequest(context_id=args.context, reason=reason, detail=args.detail or "")
+    elif args.execution_id:
+        request = pb.InterruptRequest(execution_id=args.execution_id, reason=reason, detail=args.detail or "")
+    else:
+        raise ConfigError("name an execution id, or --context CONTEXT_ID")
+    response = _call(args, lambda stub: stub.Interrupt(request))
+    lines = [
+        f"{o.execution_id}\t{'tripped' if o.tripped else 'already tripped'}\t"
+        f"{pb.InterruptReason.Name(o.reason).removeprefix('INTERRUPT_REASON_')}"
+        for o in response.outcomes
+    ]
+    _print(args, response, "\n".join(lines) if lines else "no live execution matched")
+    return EXIT_OK
+
+
+def _end(args: argparse.Namespace) -> int:
+    response = _call(args, lambda stub: stub.EndExecution(pb.EndExecutionRequest(execution_id=args.execution_id)))
+    _print(args, response, f"{response.execution.execution_id}\tended")
+    return EXIT_OK
+
+
+def _describe(e: pb.Execution) -> str:
+    state = "ended" if e.ended else "live"
+    if e.cancelled:
+        state += f", cancelled ({pb.InterruptReason.Name(e.reason).removeprefix('INTERRUPT_REASON_')})"
+    context = f"\tcontext={e.context_id}" if e.context_id else ""
+    return f"{e.execution_id}\t{state}\ttools={e.attached_tools}\toverruns={e.grace_overruns}{context}"
+
+
+def _status(args: argparse.Namespace) -> int:
+    if args.execution_id:
+        response = _call(args, lambda stub: stub.GetExecution(pb.GetExecutionRequest(execution_id=args.execution_id)))
+        _print(args, response, _describe(response.execution))
+    else:
+        request = pb.ListExecutionsRequest(context_id=args.context or "", include_ended=args.all)
+        response = _call(args, lambda stub: stub.ListExecutions(request))
+        _print(args, response, "\n".join(_describe(e) for e in response.executions) or "no executions")
+    return EXIT_OK
+
+
+def _add_client(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--address", help="the daemon (default $INTERRUPT_SIDECAR_ADDRESS, else the default socket)")
+    common.add_argument("--json", action="store_true", help="print the response as JSON")
+
+    p = sub.add_parser("begin", parents=[common], help="begin an execution; prints its id and attach token")
+    p.add_argument("--id", dest="execution_id", help="caller-chosen execution id")
+    p.add_argument("--parent", help="parent execution id (cascade)")
+    p.add_argument("--context", help="context id (for targeted interrupts)")
+    p.add_argument("--grace", help="grace after the trip, e.g. 500ms")
+    p.add_argument("--budget", help="wall-clock budget, e.g. 30s")
+    p.add_argument("--lease-ttl", help="lease; renew with KeepAlive or it trips with LEASE_LOST")
+    p.add_argument("--label", action="append", metavar="KEY=VALUE")
+    p.set_defaults(func=_begin)
+
+    p = sub.add_parser("interrupt", parents=[common], help="trip an execution, or every execution of a context")
+    p.add_argument("execution_id", nargs="?")
+    p.add_argument("--context", help="trip every live execution of this context instead")
+    p.add_argument("--reason", default="USER_SIGINT", choices=REASONS, help="why (default USER_SIGINT)")
+    p.add_argument("--detail", help="free text for people and logs")
+    p.set_defaults(func=_interrupt)
+
+    p = sub.add_parser("end", parents=[common], help="end an execution")
+    p.add_argument("execution_id")
+    p.set_defaults(func=_end)
+
+    p = sub.add_parser("status", parents=[common], help="show one execution, or list them")
+    p.add_argument("execution_id", nargs="?")
+    p.add_argument("--context", help="only executions of this context")
+    p.add_argument("--all", action="store_true", help="include recently ended executions")
+    p.set_defaults(func=_status)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="interrupt-sidecar",
+        description="A language-neutral cancellation daemon over gRPC.",
+        epilog="Exit codes: 0 ok, 1 internal error, 2 usage, 3 serve could not start, 4 daemon unreachable, "
+        "5 request refused, 6 forced shutdown.",
+    )
+    parser.add_argument("--version", action="version", version=f"interrupt-sidecar {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_serve(sub)
+    _add_client(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ConfigError as err:
+        print(f"interrupt-sidecar {args.command}: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except grpc.RpcError as err:
+        code = err.code() if isinstance(err, grpc.Call) else None
+        details = err.details() if isinstance(err, grpc.Call) else str(err)
+        if code == grpc.StatusCode.UNAVAILABLE:
+            print(
+                f"interrupt-sidecar {args.command}: cannot reach the daemon at {_address(args)}: {details}",
+                file=sys.stderr,
+            )
+            return EXIT_UNREACHABLE
+        print(f"interrupt-sidecar {args.command}: {code.name if code else 'ERROR'}: {details}", file=sys.stderr)
+        return EXIT_REFUSED
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,180 @@
+"""The daemon's configuration: one frozen object, built from flags over environment over defaults."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from sidecar.errors import InvalidArgument
+
+ENV_PREFIX = "INTERRUPT_SIDECAR_"
+DEFAULT_GRACE = "500ms"
+LOOPS = ("auto", "uvloop", "asyncio")
+LoopName = Literal["auto", "uvloop", "asyncio"]
+
+_DURATION = re.compile(r"(?P<value>\d+(?:\.\d+)?)(?P<unit>ns|us|µs|ms|s|m|h)")
+_UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000}
+_UNIT_NS["h"] = 60 * _UNIT_NS["m"]
+
+
+class ConfigError(InvalidArgument):
+    """A flag or environment variable has a value the daemon cannot use."""
+
+
+def parse_duration(text: str, name: str) -> int:
+    """'500ms', '2s', '1.5s', '1m30s' → nanoseconds."""
+    pos, total = 0, 0
+    text = text.strip()
+    for match in _DURATION.finditer(text):
+        if match.start() != pos:
+            break
+        total += int(float(match["value"]) * _UNIT_NS[match["unit"]])
+        pos = match.end()
+    if not text or pos != len(text):
+        raise ConfigError(f"{name}: {text!r} is not a duration (examples: 500ms, 2s, 1m30s)")
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class ListenAddress:
+    """Where to serve gRPC: a unix socket path, or a TCP host and port."""
+
+    unix_path: Path | None = None
+    host: str = ""
+    port: int = 0
+
+    @property
+    def is_unix(self) -> bool:
+        return self.unix_path is not None
+
+    @property
+    def is_loopback(self) -> bool:
+        if self.is_unix:
+            return True
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+    def grpc_target(self, port: int | None = None) -> str:
+        """The address as gRPC spells it (with the bound port once known)."""
+        if self.unix_path is not None:
+            return f"unix://{self.unix_path}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port if port is None else port}"
+
+
+def parse_listen(text: str) -> ListenAddress:
+    """``unix:///abs/path.sock`` (or ``unix:/abs/path``) or ``HOST:PORT`` / ``[V6]:PORT``."""
+    if text.startswith("unix:"):
+        path = text[len("unix:") :]
+        if path.startswith("//"):
+            path = path[2:]
+        if not path.startswith("/"):
+            raise ConfigError(f"--listen {text!r}: a unix socket needs an absolute path, e.g. unix:///run/x.sock")
+        if len(path.encode()) > 107:
+            raise ConfigError(f"--listen {text!r}: unix socket paths are limited to 107 bytes")
+        return ListenAddress(unix_path=Path(path))
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
+        raise ConfigError(f"--listen {text!r} is neither unix:///path nor HOST:PORT")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return ListenAddress(host=host, port=int(port_text))
+
+
+def default_socket_path(env: Mapping[str, str]) -> Path:
+    """``$XDG_RUNTIME_DIR/interrupt-sidecar/sidecar.sock``, else a per-uid dir under /tmp."""
+    runtime_dir = env.get("XDG_RUNTIME_DIR")
+    base = Path(runtime_dir) if runtime_dir else Path(f"/tmp/interrupt-sidecar-{os.getuid()}")
+    if runtime_dir:
+        base = base / "interrupt-sidecar"
+    return base / "sidecar.sock"
+
+
+@dataclass(frozen=True, slots=True)
+class ServeConfig:
+    """Everything ``interrupt-sidecar serve`` runs with. Frozen: read once at start."""
+
+    listen: tuple[ListenAddress, ...]
+    metrics_listen: ListenAddress | None
+    state_dir: Path | None
+    grace_ns: int
+    loop: LoopName
+    allow_insecure_tcp: bool = False
+    shutdown_timeout_ns: int = 10_000_000_000
+    log_level: str = "INFO"
+
+
+def build_serve_config(
+    *,
+    listen: list[str] | None,
+    metrics_listen: str | None,
+    state_dir: str | None,
+    grace: str | None,
+    loop: str | None,
+    allow_insecure_tcp: bool | None,
+    shutdown_timeout: str | None,
+    log_level: str | None,
+    env: Mapping[str, str],
+) -> ServeConfig:
+    """Resolve each setting: flag, else ``INTERRUPT_SIDECAR_*`` variable, else default.
+    Refuses values and combinations the daemon cannot run with."""
+
+    def pick(flag: str | None, name: str, default: str) -> str:
+        return flag if flag is not None else env.get(ENV_PREFIX + name, default)
+
+    listen_texts = listen if listen else [s for s in env.get(ENV_PREFIX + "LISTEN", "").split(",") if s.strip()]
+    addresses = (
+        tuple(parse_listen(s.strip()) for s in listen_texts)
+        if listen_texts
+        else (ListenAddress(unix_path=default_socket_path(env)),)
+    )
+    insecure = (
+        allow_insecure_tcp
+        if allow_insecure_tcp is not None
+        else env.get(ENV_PREFIX + "ALLOW_INSECURE_TCP", "").lower() in ("1", "true", "yes")
+    )
+    for address in addresses:
+        if not address.is_unix and not address.is_loopback and not insecure:
+            raise ConfigError(
+                f"--listen {address.grpc_target()}: TCP beyond loopback would let anyone on the network "
+                "interrupt executions; use a unix socket or a loopback address, or pass --allow-insecure-tcp"
+            )
+    metrics_text = pick(metrics_listen, "METRICS_LISTEN", "")
+    metrics = parse_listen(metrics_text) if metrics_text else None
+    if metrics is not None and metrics.is_unix:
+        raise ConfigError("--metrics-listen must be HOST:PORT (Prometheus scrapes over TCP)")
+    loop_name = pick(loop, "LOOP", "auto")
+    if loop_name not in LOOPS:
+        raise ConfigError(f"--loop {loop_name!r}: choose one of {', '.join(LOOPS)}")
+    grace_ns = parse_duration(pick(grace, "GRACE", DEFAULT_GRACE), "--grace")
+    if not 1_000_000 <= grace_ns <= 3600 * 1_000_000_000:
+        raise ConfigError("--grace must be between 1ms and 1h")
+    state_text = pick(state_dir, "STATE_DIR", "")
+    state_path = Path(state_text) if state_text else None
+    if state_path is not None and state_path.exists() and not state_path.is_dir():
+        raise ConfigError(f"--state-dir {state_text!r} exists and is not a directory")
+    shutdown_ns = parse_duration(pick(shutdown_timeout, "SHUTDOWN_TIMEOUT", "10s"), "--shutdown-timeout")
+    if shutdown_ns < grace_ns:
+        raise ConfigError("--shutdown-timeout must be at least --grace, or shutdown could not wait for tools to unwind")
+    level = pick(log_level, "LOG_LEVEL", "INFO").upper()
+    if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise ConfigError(f"--log-level {level!r}: choose DEBUG, INFO, WARNING or ERROR")
+    return ServeConfig(
+        listen=addresses,
+        metrics_listen=metrics,
+        state_dir=state_path,
+        grace_ns=grace_ns,
+        loop=loop_name,  # type: ignore[arg-type]
+        allow_insecure_tcp=insecure,
+        shutdown_timeout_ns=shutdown_ns,
+        log_level=level,
+    )

@@ -1,0 +1,1 @@
+"""The OS edge: process groups (and, later, the journal)."""

@@ -1,0 +1,1 @@
+"""The asyncio runtime: the trip path, its timers, and the watch hub. No gRPC."""

@@ -1,0 +1,305 @@
+"""Where a trip goes. Read this file to follow an interrupt from the signal to the OS.
+
+1. ``Execution.trip`` (domain) flips the single-shot signal and, on the winning
+   call only, calls ``TripPath.tripped`` and then ``TripPath.run_terminator``
+   for each terminator in registration order. The RPC that asked for the trip
+   is answered right after; nothing here awaits.
+2. ``tripped``: the ``Tripped`` event goes to watchers; a cancel message is put
+   in the outbox of every attached interruptible tool (each stream has its own
+   bounded outbox and writer, so a slow or dead tool delays nobody); the
+   budget and lease timers are disarmed; a grace timer is armed.
+3. ``run_terminator``: a callback terminator becomes a ``run_terminator``
+   message on its tool's stream; a process-group terminator is signalled here
+   through the OS edge (polite signal + SIGCONT), with SIGKILL armed for
+   ``kill_after`` (default: the grace) and a watcher that reports the group gone.
+4. The grace timer marks every interruptible tool that has not reported
+   unwound as a grace overrun (an event on WatchExecution).
+5. Child executions trip through the same path (the coordinator's cascade
+   listener calls ``Execution.trip`` on them).
+
+Everything here runs on the daemon's single event-loop thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal as signal_module
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sidecar.domain.execution import CallbackSpec, Execution, ProcessGroupSpec, Terminator, ToolRun
+from sidecar.domain.types import Clock, Instant, InterruptReason, Trip
+from sidecar.errors import SidecarError
+from sidecar.osedge.process_groups import GroupIdentity, ProcessGroups
+from sidecar.runtime import events
+from sidecar.runtime.watch import WatchHub
+
+log = logging.getLogger(__name__)
+
+#: How long after SIGKILL a group may take to disappear before it is reported as a failure.
+_GONE_TIMEOUT_S = 10.0
+
+
+@dataclass(eq=False)
+class _KillJob:
+    execution_id: str
+    terminator: Terminator
+    identity: GroupIdentity
+    signalled_at: Instant
+    trip_at: Instant
+    escalation: asyncio.TimerHandle | None = None
+    escalated: bool = False
+
+
+@dataclass
+class _Timers:
+    budget: asyncio.TimerHandle | None = None
+    lease: asyncio.TimerHandle | None = None
+    grace: asyncio.TimerHandle | None = None
+    kills: set[_KillJob] = field(default_factory=set)
+
+
+class TripPath:
+    """The ``ExecutionEffects`` of the running daemon."""
+
+    def __init__(self, clock: Clock, process_groups: ProcessGroups, hub: WatchHub) -> None:
+        self._clock = clock
+        self._groups = process_groups
+        self._hub = hub
+        self._timers: dict[str, _Timers] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        return self._loop
+
+    def _call_at(self, at: Instant, callback: Callable[[], None]) -> asyncio.TimerHandle:
+        delay = max(0.0, (at.mono_ns - self._clock.now().mono_ns) / 1e9)
+        return self.loop.call_later(delay, callback)
+
+    # -- ExecutionEffects ----------------------------------------------------
+
+    def begun(self, execution: Execution) -> None:
+        timers = self._timers.setdefault(execution.execution_id, _Timers())
+        if execution.budget_ns:
+            budget_s = execution.budget_ns / 1e9
+            timers.budget = self._call_at(
+                execution.begun_at.plus(execution.budget_ns),
+                lambda: execution.trip(InterruptReason.BUDGET_EXCEEDED, f"wall-clock budget of {budget_s:g}s ran out"),
+            )
+        if execution.lease_deadline is not None:
+            timers.lease = self._call_at(execution.lease_deadline, lambda: self._check_lease(execution))
+
+    def _check_lease(self, execution: Execution) -> None:
+        deadline = execution.lease_deadline
+        if deadline is None or execution.ended or execution.signal.cancelled:
+            return
+        if self._clock.now().mono_ns >= deadline.mono_ns:
+            execution.trip(InterruptReason.LEASE_LOST, "the execution's lease was not renewed in time")
+        else:  # renewed since the timer was armed
+            self._timers[execution.execution_id].lease = self._call_at(deadline, lambda: self._check_lease(execution))
+
+    def tripped(self, execution: Execution, trip: Trip) -> None:
+        timers = self._timers.setdefault(execution.execution_id, _Timers())
+        for handle in (timers.budget, timers.lease):
+            if handle is not None:
+                handle.cancel()
+        timers.budget = timers.lease = None
+        deadline = trip.at.plus(execution.grace_ns)
+        self._hub.publish(execution.execution_id, events.Tripped(trip.reason, trip.detail, trip.at, deadline))
+        # Fan out: each put is a non-blocking append to the tool's own outbox.
+        for tool in list(execution.tools.values()):
+            if not tool.detached and tool.behavior.receives_cancel and tool.sink is not None:
+                tool.sink.send_cancel(trip, deadline)
+        if not execution.ended:
+            timers.grace = self._call_at(deadline, lambda: self._grace_check(execution))
+
+    def run_terminator(self, terminator: Terminator, trip: Trip) -> None:
+        tool = terminator.tool
+        if isinstance(terminator.spec, CallbackSpec):
+            if not tool.detached and tool.sink is not None:
+                tool.sink.send_run_terminator(terminator.terminator_id)
+            return
+        self._start_kill(terminator, terminator.spec, trip)
+
+    def tool_attached(self, tool: ToolRun) -> None:
+        self._hub.publish(
+            tool.execution.execution_id,
+            events.ToolAttached(tool.tool_id, tool.tool_name, tool.tool_call_id, tool.behavior, tool.pid),
+        )
+
+    def late_attach(self, tool: ToolRun) -> None:
+        """A tool attached after the trip: it gets its own grace from now."""
+        execution = tool.execution
+        deadline = execution.grace_deadline_for(tool)
+        if deadline is not None and tool.behavior.receives_cancel and not execution.ended:
+            self._call_at(deadline, lambda: self._grace_check(execution))
+
+    def tool_unwound(self, tool: ToolRun, latency_ns: int | None) -> None:
+        self._hub.publish(
+            tool.execution.execution_id,
+            events.ToolUnwound(tool.tool_id, tool.tool_name, tool.outcome, tool.behavior, latency_ns),
+        )
+
+    def tool_detached(self, tool: ToolRun) -> None:
+        self._hub.publish(
+            tool.execution.execution_id,
+            events.ToolDetached(tool.tool_id, tool.tool_name, tool.unwound_at is not None),
+        )
+
+    def ended(self, execution: Execution) -> None:
+        timers = self._timers.get(execution.execution_id)
+        if timers is not None:
+            for handle in (timers.budget, timers.lease, timers.grace):
+                if handle is not None:
+                    handle.cancel()
+        assert execution.ended_at is not None
+        self._hub.publish(execution.execution_id, events.Ended(execution.ended_at))
+        self._maybe_done(execution.execution_id)
+
+    # -- grace ---------------------------------------------------------------
+
+    def _grace_check(self, execution: Execution) -> None:
+        if execution.ended:
+            return
+        now = self._clock.now()
+        for tool in execution.overrun_tools(now):
+            log.warning(
+                "%s of execution %s overran its grace of %.3fs",
+                tool.label,
+                execution.execution_id,
+                execution.grace_ns / 1e9,
+            )
+            self._hub.publish(
+                execution.execution_id,
+                events.GraceOverrun(tool.tool_id, tool.tool_name, tool.behavior, execution.grace_ns),
+            )
+        # Timers may fire a hair early (uvloop keeps millisecond time): re-arm
+        # for any deadline still ahead rather than miss an overrun.
+        pending = [
+            deadline
+            for tool in execution.tools.values()
+            if tool.behavior.receives_cancel and tool.unwound_at is None and not tool.overran
+            if (deadline := execution.grace_deadline_for(tool)) is not None
+        ]
+        if pending:
+            soonest = min(pending, key=lambda d: d.mono_ns)
+            self._timers[execution.execution_id].grace = self._call_at(soonest, lambda: self._grace_check(execution))
+
+    # -- process groups ------------------------------------------------------
+
+    def _start_kill(self, terminator: Terminator, spec: ProcessGroupSpec, trip: Trip) -> None:
+        execution_id = terminator.tool.execution.execution_id
+        identity = terminator.identity
+        assert isinstance(identity, GroupIdentity)
+        try:
+            sent = self._groups.send(identity, spec.signal)
+        except (SidecarError, OSError) as err:
+            self._publish_failure(execution_id, terminator, str(err))
+            return
+        now = self._clock.now()
+        self._hub.publish(
+            execution_id,
+            events.ProcessGroupSignalled(
+                terminator.tool.tool_id, terminator.terminator_id, spec.pgid, spec.signal, False
+            ),
+        )
+        job = _KillJob(execution_id, terminator, identity, now, trip.at)
+        if not sent:
+            self._publish_gone(job)
+            return
+        self._timers.setdefault(execution_id, _Timers()).kills.add(job)
+        kill_after = spec.kill_after_ns if spec.kill_after_ns is not None else terminator.tool.execution.grace_ns
+        job.escalation = self._call_at(now.plus(kill_after), lambda: self._escalate(job))
+        task = self.loop.create_task(self._await_gone(job))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _escalate(self, job: _KillJob) -> None:
+        if job.escalated or not self._groups.alive(job.identity.pgid):
+            return
+        job.escalated = True
+        terminator = job.terminator
+        try:
+            self._groups.send(job.identity, int(signal_module.SIGKILL))
+        except (SidecarError, OSError) as err:
+            self._publish_failure(job.execution_id, terminator, str(err))
+            return
+        log.warning("process group %d did not exit in time; sent SIGKILL", job.identity.pgid)
+        self._hub.publish(
+            job.execution_id,
+            events.ProcessGroupSignalled(
+                terminator.tool.tool_id, terminator.terminator_id, job.identity.pgid, int(signal_module.SIGKILL), True
+            ),
+        )
+
+    async def _await_gone(self, job: _KillJob) -> None:
+        # Basic form: poll with backoff. (pidfds make this event-driven later.)
+        delay = 0.001
+        give_up_at: float | None = None
+        while self._groups.alive(job.identity.pgid):
+            if job.escalated and give_up_at is None:
+                give_up_at = self.loop.time() + _GONE_TIMEOUT_S
+            if give_up_at is not None and self.loop.time() >= give_up_at:
+                self._publish_failure(
+                    job.execution_id,
+                    job.terminator,
+                    f"process group {job.identity.pgid} survived SIGKILL for {_GONE_TIMEOUT_S:g}s",
+                )
+                self._finish(job)
+                return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        self._publish_gone(job)
+        self._finish(job)
+
+    def _publish_gone(self, job: _KillJob) -> None:
+        latency = max(0, self._clock.now().mono_ns - job.trip_at.mono_ns)
+        terminator = job.terminator
+        self._hub.publish(
+            job.execution_id,
+            events.ProcessGroupGone(terminator.tool.tool_id, terminator.terminator_id, job.identity.pgid, latency),
+        )
+
+    def _publish_failure(self, execution_id: str, terminator: Terminator, message: str) -> None:
+        log.error("terminator %s of %s failed: %s", terminator.terminator_id, terminator.tool.label, message)
+        self._hub.publish(
+            execution_id, events.TerminatorFailed(terminator.tool.tool_id, terminator.terminator_id, message)
+        )
+
+    def _finish(self, job: _KillJob) -> None:
+        if job.escalation is not None:
+            job.escalation.cancel()
+        timers = self._timers.get(job.execution_id)
+        if timers is not None:
+            timers.kills.discard(job)
+        if job.terminator.tool.execution.ended:
+            self._maybe_done(job.execution_id)
+
+    def _maybe_done(self, execution_id: str) -> None:
+        """An ended execution with no kill in flight has no more events."""
+        timers = self._timers.get(execution_id)
+        if timers is None or not timers.kills:
+            self._timers.pop(execution_id, None)
+            self._hub.close(execution_id)
+
+    def done(self, execution: Execution) -> bool:
+        """True when no event of this execution can follow."""
+        return execution.ended and execution.execution_id not in self._timers
+
+    # -- shutdown ------------------------------------------------------------
+
+    @property
+    def kills_in_flight(self) -> int:
+        return sum(len(t.kills) for t in self._timers.values())
+
+    async def wait_kills(self, timeout: float) -> bool:
+        """Wait until no process group kill is in flight; False on timeout."""
+        deadline = self.loop.time() + timeout
+        while self.kills_in_flight and self.loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        return not self.kills_in_flight

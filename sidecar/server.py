@@ -1,0 +1,235 @@
+"""Wiring: build the daemon from its config, serve, and shut down in order."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import stat
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from interrupt.v1 import interrupt_pb2 as pb
+from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
+from prometheus_client.registry import Collector
+
+from sidecar import __version__
+from sidecar.config import ListenAddress, ServeConfig
+from sidecar.domain.coordinator import Coordinator
+from sidecar.domain.types import InterruptReason, SystemClock
+from sidecar.errors import SidecarError, Unavailable
+from sidecar.osedge.process_groups import ProcessGroups
+from sidecar.runtime.trip_path import TripPath
+from sidecar.runtime.watch import WatchHub
+from sidecar.services.coordinator import CoordinatorService
+from sidecar.services.tool_channel import ToolChannelService
+
+log = logging.getLogger("sidecar")
+
+SERVICE_NAMES = (
+    pb.DESCRIPTOR.services_by_name["CoordinatorService"].full_name,
+    pb.DESCRIPTOR.services_by_name["ToolChannelService"].full_name,
+)
+
+# Dead peers must be noticed: gRPC's default server keepalive is two hours.
+GRPC_OPTIONS: list[tuple[str, int]] = [
+    ("grpc.max_receive_message_length", 64 * 1024),
+    ("grpc.keepalive_time_ms", 20_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.min_recv_ping_interval_without_data_ms", 5_000),
+    ("grpc.http2.max_pings_without_data", 0),
+]
+
+
+class StartupError(SidecarError):
+    """The daemon cannot start: a socket in use, a directory it cannot create."""
+
+    status_name = "FAILED_PRECONDITION"
+
+
+@dataclass
+class _StatusCollector(Collector):
+    coordinator: Coordinator
+
+    def collect(self) -> Iterable[GaugeMetricFamily | InfoMetricFamily]:
+        yield InfoMetricFamily("interrupt_sidecar_build", "Build of the daemon.", value={"version": __version__})
+        executions = self.coordinator.list()
+        yield GaugeMetricFamily(
+            "interrupt_sidecar_active_executions", "Executions begun and not yet ended.", value=len(executions)
+        )
+        yield GaugeMetricFamily(
+            "interrupt_sidecar_attached_streams",
+            "Tool streams attached now.",
+            value=sum(e.attached_tools for e in executions),
+        )
+
+
+class Daemon:
+    """The running daemon: domain, runtime and services wired to a gRPC server."""
+
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        self.clock = SystemClock()
+        self.process_groups = ProcessGroups()
+        self.hub = WatchHub(self.clock)
+        self.trip_path = TripPath(self.clock, self.process_groups, self.hub)
+        self.coordinator = Coordinator(self.trip_path, self.clock, default_grace_ns=config.grace_ns)
+        self.health = health.aio.HealthServicer()
+        self.addresses: list[str] = []
+        self._server: grpc.aio.Server | None = None
+        self._tool_channel = ToolChannelService(self.coordinator, self.trip_path, self.hub, self.process_groups)
+
+    async def start(self) -> None:
+        """Bind every listener and start serving. Raises StartupError."""
+        server = grpc.aio.server(options=GRPC_OPTIONS)
+        pb_grpc.add_CoordinatorServiceServicer_to_server(
+            CoordinatorService(self.coordinator, self.trip_path, self.hub), server
+        )
+        pb_grpc.add_ToolChannelServiceServicer_to_server(self._tool_channel, server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+        for address in self.config.listen:
+            self.addresses.append(self._bind(server, address))
+        await server.start()
+        self._server = server
+        for address in self.config.listen:
+            if address.unix_path is not None:
+                # Only the owner may connect: the socket grants the power to kill.
+                os.chmod(address.unix_path, stat.S_IRUSR | stat.S_IWUSR)
+        for name in ("", *SERVICE_NAMES):
+            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        if self.config.metrics_listen is not None:
+            self._start_metrics(self.config.metrics_listen)
+        if self.config.state_dir is not None:
+            self.config.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+    def _bind(self, server: grpc.aio.Server, address: ListenAddress) -> str:
+        if address.unix_path is not None:
+            _prepare_unix_socket(address.unix_path)
+            # Create the socket file with no access beyond the owner from the
+            # first instant, before the chmod after start makes it explicit.
+            old_umask = os.umask(0o177)
+            try:
+                server.add_insecure_port(address.grpc_target())
+            except RuntimeError as err:
+                raise StartupError(f"cannot listen on {address.grpc_target()}: {err}") from err
+            finally:
+                os.umask(old_umask)
+            return address.grpc_target()
+        try:
+            port = server.add_insecure_port(address.grpc_target())
+        except RuntimeError as err:
+            raise StartupError(f"cannot listen on {address.grpc_target()}: {err} (is the port in use?)") from err
+        return address.grpc_target(port)
+
+    def _start_metrics(self, address: ListenAddress) -> None:
+        registry = CollectorRegistry()
+        registry.register(_StatusCollector(self.coordinator))
+        try:
+            start_http_server(address.port, addr=address.host, registry=registry)
+        except OSError as err:
+            raise StartupError(f"cannot serve metrics on {address.grpc_target()}: {err}") from err
+
+    async def shutdown(self) -> None:
+        """Ordered and bounded: stop taking work, trip everything with
+        SYSTEM_SHUTDOWN, give tools the grace to unwind and groups time to die,
+        end the streams ourselves, then stop the server."""
+        server = self._server
+        if server is None:
+            return
+        await self.health.enter_graceful_shutdown()
+        outcomes = self.coordinator.interrupt_all(InterruptReason.SYSTEM_SHUTDOWN, "the sidecar is shutting down")
+        log.info("shutdown: tripped %d execution(s)", sum(o.tripped for o in outcomes))
+        budget_s = self.config.shutdown_timeout_ns / 1e9
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + budget_s
+        # Tools get the longest grace among live executions, within the budget.
+        longest_grace = max((e.grace_ns for e in self.coordinator.list()), default=0) / 1e9
+        grace_end = loop.time() + min(longest_grace, budget_s)
+        while loop.time() < grace_end and self._tools_unwinding():
+            await asyncio.sleep(0.01)
+        if not await self.trip_path.wait_kills(max(0.0, deadline - loop.time())):
+            log.error("shutdown: %d process group kill(s) still in flight", self.trip_path.kills_in_flight)
+        for execution in self.coordinator.list():
+            self.coordinator.end(execution.execution_id)
+        # grpc's server.stop(grace) does not drain bidi streams: end them first.
+        self._tool_channel.close_all(Unavailable("the sidecar is shutting down"))
+        streams_deadline = loop.time() + 1.0
+        while self._tool_channel.open_streams and loop.time() < streams_deadline:
+            await asyncio.sleep(0.01)
+        await server.stop(grace=1.0)
+        self._server = None
+        for address in self.config.listen:
+            if address.unix_path is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    address.unix_path.unlink()
+        log.info("shutdown: done")
+
+    def _tools_unwinding(self) -> bool:
+        return any(
+            tool.behavior.receives_cancel and tool.unwound_at is None and not tool.detached and not tool.overran
+            for execution in self.coordinator.list()
+            for tool in execution.tools.values()
+        )
+
+
+def _prepare_unix_socket(path: Path) -> None:
+    """Create the socket's directory (owner-only) and clear a stale socket file,
+    refusing to start when a live daemon still answers on it."""
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as err:
+        raise StartupError(f"cannot create {path.parent}: {err}") from err
+    if not path.exists() and not path.is_symlink():
+        return
+    if not stat.S_ISSOCK(path.lstat().st_mode):
+        raise StartupError(f"{path} exists and is not a socket; refusing to replace it")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        path.unlink()  # stale: nobody listens
+        return
+    finally:
+        probe.close()
+    raise StartupError(f"another process is serving on {path}; stop it or choose another --listen")
+
+
+async def serve(config: ServeConfig) -> int:
+    """Run until SIGTERM or SIGINT; a second signal forces exit. Returns the exit code."""
+    daemon = Daemon(config)
+    try:
+        await daemon.start()
+    except SidecarError as err:
+        print(f"interrupt-sidecar: {err}", file=sys.stderr)
+        return 3
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    signals_seen = 0
+
+    def on_signal(signum: int) -> None:
+        nonlocal signals_seen
+        signals_seen += 1
+        if signals_seen > 1:
+            log.error("second %s: exiting now without finishing shutdown", signal.Signals(signum).name)
+            os._exit(6)
+        log.info("%s: shutting down", signal.Signals(signum).name)
+        stop.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, on_signal, signum)
+    print(f"ready {' '.join(daemon.addresses)}", flush=True)
+    await stop.wait()
+    await daemon.shutdown()
+    return 0

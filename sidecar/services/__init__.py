@@ -1,0 +1,1 @@
+"""The gRPC services. Domain errors become status codes here, and only here."""

@@ -1,0 +1,120 @@
+"""CoordinatorService: what agent runtimes call."""
+
+from __future__ import annotations
+
+import grpc
+from interrupt.v1 import interrupt_pb2 as pb
+from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+
+from sidecar.domain.coordinator import Coordinator, ExecutionSpec, InterruptOutcome
+from sidecar.errors import InvalidArgument, SidecarError
+from sidecar.runtime.trip_path import TripPath
+from sidecar.runtime.watch import WatcherOverflow, WatchHub
+from sidecar.services import convert
+from sidecar.services import validation as v
+from sidecar.services.status import Context, abort, maps_errors
+
+
+class CoordinatorService(pb_grpc.CoordinatorServiceServicer):
+    def __init__(self, coordinator: Coordinator, trip_path: TripPath, hub: WatchHub) -> None:
+        self._coordinator = coordinator
+        self._trip_path = trip_path
+        self._hub = hub
+
+    @maps_errors
+    async def BeginExecution(self, request: pb.BeginExecutionRequest, context: Context) -> pb.BeginExecutionResponse:  # type: ignore[override]
+        spec = ExecutionSpec(
+            execution_id=v.identifier(request.execution_id, "execution_id", required=False),
+            parent_execution_id=v.identifier(request.parent_execution_id, "parent_execution_id", required=False),
+            context_id=v.identifier(request.context_id, "context_id", required=False),
+            grace_ns=(
+                v.duration_ns(request.grace, "grace", minimum_ns=1_000_000, maximum_ns=v.MAX_GRACE_NS)
+                if request.HasField("grace")
+                else None
+            ),
+            budget_ns=(
+                v.duration_ns(request.budget, "budget", minimum_ns=1_000_000, maximum_ns=v.MAX_BUDGET_NS)
+                if request.HasField("budget")
+                else None
+            ),
+            lease_ttl_ns=(
+                v.duration_ns(request.lease_ttl, "lease_ttl", minimum_ns=v.MIN_LEASE_NS, maximum_ns=v.MAX_LEASE_NS)
+                if request.HasField("lease_ttl")
+                else None
+            ),
+            labels=v.labels(request.labels),
+        )
+        execution, token = self._coordinator.begin(spec)
+        return pb.BeginExecutionResponse(
+            execution_id=execution.execution_id, attach_token=token, execution=convert.execution(execution)
+        )
+
+    @maps_errors
+    async def Interrupt(self, request: pb.InterruptRequest, context: Context) -> pb.InterruptResponse:  # type: ignore[override]
+        reason = v.reason(request.reason)
+        detail = v.detail(request.detail)
+        target = request.WhichOneof("target")
+        outcomes: list[InterruptOutcome]
+        if target == "execution_id":
+            execution_id = v.identifier(request.execution_id, "execution_id", required=True)
+            outcomes = [self._coordinator.interrupt_execution(execution_id, reason, detail)]
+        elif target == "context_id":
+            context_id = v.identifier(request.context_id, "context_id", required=True)
+            outcomes = self._coordinator.interrupt_context(context_id, reason, detail)
+        else:
+            raise InvalidArgument("name a target: execution_id or context_id")
+        return pb.InterruptResponse(
+            outcomes=[
+                pb.InterruptOutcome(execution_id=o.execution_id, tripped=o.tripped, reason=int(o.reason))  # type: ignore[arg-type]
+                for o in outcomes
+            ]
+        )
+
+    @maps_errors
+    async def EndExecution(self, request: pb.EndExecutionRequest, context: Context) -> pb.EndExecutionResponse:  # type: ignore[override]
+        execution_id = v.identifier(request.execution_id, "execution_id", required=True)
+        return pb.EndExecutionResponse(execution=convert.execution(self._coordinator.end(execution_id)))
+
+    @maps_errors
+    async def KeepAlive(self, request: pb.KeepAliveRequest, context: Context) -> pb.KeepAliveResponse:  # type: ignore[override]
+        execution_id = v.identifier(request.execution_id, "execution_id", required=True)
+        deadline = self._coordinator.live(execution_id).renew_lease()
+        response = pb.KeepAliveResponse()
+        if deadline is not None:
+            response.lease_expires_at.CopyFrom(convert.timestamp(deadline))
+        return response
+
+    @maps_errors
+    async def GetExecution(self, request: pb.GetExecutionRequest, context: Context) -> pb.GetExecutionResponse:  # type: ignore[override]
+        execution_id = v.identifier(request.execution_id, "execution_id", required=True)
+        return pb.GetExecutionResponse(execution=convert.execution(self._coordinator.get(execution_id)))
+
+    @maps_errors
+    async def ListExecutions(self, request: pb.ListExecutionsRequest, context: Context) -> pb.ListExecutionsResponse:  # type: ignore[override]
+        context_id = v.identifier(request.context_id, "context_id", required=False)
+        found = self._coordinator.list(context_id, request.include_ended)
+        return pb.ListExecutionsResponse(executions=[convert.execution(e) for e in found])
+
+    async def WatchExecution(self, request: pb.WatchExecutionRequest, context: Context) -> None:  # type: ignore[override]
+        try:
+            execution_id = v.identifier(request.execution_id, "execution_id", required=True)
+            execution = self._coordinator.get(execution_id)
+        except SidecarError as err:
+            await abort(context, err)
+        # Snapshot and subscription are taken together on the loop thread, so
+        # the watcher sees every event after the snapshot and none twice.
+        subscription = self._hub.subscribe(execution_id, done=self._trip_path.done(execution))
+        snapshot = pb.ExecutionEvent(
+            execution_id=execution_id,
+            sequence=self._hub.last_sequence(execution_id),
+            occurred_at=convert.timestamp(execution.begun_at),
+            snapshot=convert.execution(execution),
+        )
+        try:
+            await context.write(snapshot)
+            while (event := await subscription.next()) is not None:
+                await context.write(convert.event(event))
+        except WatcherOverflow as err:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{err}; watch again to resume from a snapshot")
+        finally:
+            self._hub.unsubscribe(subscription)

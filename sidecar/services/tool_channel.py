@@ -1,0 +1,300 @@
+"""ToolChannelService.Attach: one bidirectional stream per tool run.
+
+Each stream has two halves: a reader task that applies the tool's messages to
+the domain, and the handler coroutine that drains the stream's bounded outbox
+into ``context.write``. The trip path only ever appends to outboxes, so a tool
+that stops reading delays nobody but itself; when its outbox overflows its
+stream is ended with RESOURCE_EXHAUSTED.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+from collections import deque
+from collections.abc import AsyncIterator, Iterator
+
+import grpc
+from interrupt.v1 import interrupt_pb2 as pb
+from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+
+from sidecar.domain.coordinator import Coordinator
+from sidecar.domain.execution import CallbackSpec, ProcessGroupSpec, TerminatorSpec, ToolRun
+from sidecar.domain.types import Instant, Trip
+from sidecar.errors import FailedPrecondition, Internal, InvalidArgument, ResourceExhausted, SidecarError
+from sidecar.osedge.process_groups import ProcessGroups
+from sidecar.runtime import events
+from sidecar.runtime.trip_path import TripPath
+from sidecar.runtime.watch import WatchHub
+from sidecar.services import convert
+from sidecar.services import validation as v
+from sidecar.services.status import Context, abort, status_code
+
+log = logging.getLogger(__name__)
+
+#: Messages a tool may leave unread before its stream is ended.
+OUTBOX_CAPACITY = 1_024
+#: A stream must say hello within this time.
+HELLO_TIMEOUT_S = 30.0
+
+
+class AttachSession:
+    """One Attach stream's state and outbox; the ``ToolSink`` of its tool."""
+
+    def __init__(self, capacity: int = OUTBOX_CAPACITY) -> None:
+        self._outbox: deque[pb.SidecarMessage] = deque()
+        self._capacity = capacity
+        self._wake = asyncio.Event()
+        self._held: list[pb.SidecarMessage] | None = None
+        self.tool: ToolRun | None = None
+        self.fatal: SidecarError | None = None
+        self.reader_done = False
+        self._cancel_sent = False
+
+    # -- ToolSink --------------------------------------------------------------
+
+    def send_cancel(self, trip: Trip, grace_deadline: Instant) -> None:
+        # Idempotent: a tool is told about the trip exactly once.
+        if self._cancel_sent:
+            return
+        self._cancel_sent = True
+        self.push(
+            pb.SidecarMessage(
+                cancel=pb.Cancel(
+                    reason=int(trip.reason),  # type: ignore[arg-type]
+                    detail=trip.detail,
+                    tripped_at=convert.timestamp(trip.at),
+                    grace_deadline=convert.timestamp(grace_deadline),
+                )
+            )
+        )
+
+    def send_run_terminator(self, terminator_id: str) -> None:
+        self.push(pb.SidecarMessage(run_terminator=pb.RunTerminator(terminator_id=terminator_id)))
+
+    # -- outbox ----------------------------------------------------------------
+
+    def push(self, message: pb.SidecarMessage) -> None:
+        if self._held is not None:
+            self._held.append(message)
+            return
+        if len(self._outbox) >= self._capacity:
+            self.fail(
+                ResourceExhausted(
+                    f"the tool left {self._capacity} messages unread; its stream is closed (is it still reading?)"
+                )
+            )
+            return
+        self._outbox.append(message)
+        self._wake.set()
+
+    @contextlib.contextmanager
+    def acknowledging(self, ack: pb.SidecarMessage) -> Iterator[None]:
+        """Hold what is pushed inside the block and put ``ack`` before it, so a
+        terminator registered after the trip is acknowledged before it is run."""
+        self._held = []
+        try:
+            yield
+        except BaseException:
+            held, self._held = self._held, None
+            for message in held:
+                self.push(message)
+            raise
+        held, self._held = self._held, None
+        self.push(ack)
+        for message in held:
+            self.push(message)
+
+    def fail(self, err: SidecarError) -> None:
+        if self.fatal is None:
+            self.fatal = err
+        self._wake.set()
+
+    def finish_reading(self) -> None:
+        self.reader_done = True
+        self._wake.set()
+
+    async def drain(self, context: Context) -> None:
+        """Write the outbox until the tool's side ends or the stream fails."""
+        while True:
+            while self._outbox and not (self.fatal is not None and self.fatal.status_name == "RESOURCE_EXHAUSTED"):
+                await context.write(self._outbox.popleft())
+            if self.fatal is not None:
+                await abort(context, self.fatal)
+            if self.reader_done:
+                return
+            self._wake.clear()
+            await self._wake.wait()
+
+
+class ToolChannelService(pb_grpc.ToolChannelServiceServicer):
+    def __init__(
+        self, coordinator: Coordinator, trip_path: TripPath, hub: WatchHub, process_groups: ProcessGroups
+    ) -> None:
+        self._coordinator = coordinator
+        self._trip_path = trip_path
+        self._hub = hub
+        self._groups = process_groups
+        self._tool_ids = itertools.count(1)
+        self._prefix = f"tool-{os.getpid()}-"
+        self._sessions: set[AttachSession] = set()
+
+    @property
+    def open_streams(self) -> int:
+        return len(self._sessions)
+
+    def close_all(self, err: SidecarError) -> None:
+        """End every open stream with ``err`` (after what is already in its outbox)."""
+        for session in self._sessions:
+            session.fail(err)
+
+    async def Attach(self, request_iterator: AsyncIterator[pb.ToolMessage], context: Context) -> None:  # type: ignore[override]
+        session = AttachSession()
+        self._sessions.add(session)
+        reader = asyncio.create_task(self._read(session, request_iterator))
+        try:
+            await session.drain(context)
+        finally:
+            self._sessions.discard(session)
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+            if session.tool is not None:
+                session.tool.execution.detach(session.tool)
+
+    async def _read(self, session: AttachSession, requests: AsyncIterator[pb.ToolMessage]) -> None:
+        try:
+            try:
+                first = await asyncio.wait_for(anext(requests), HELLO_TIMEOUT_S)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                session.fail(FailedPrecondition(f"no hello within {HELLO_TIMEOUT_S:g}s of opening the stream"))
+                return
+            if first.WhichOneof("message") != "hello":
+                session.fail(FailedPrecondition("the first message on an Attach stream must be hello"))
+                return
+            try:
+                self._hello(session, first.hello)
+            except SidecarError as err:
+                session.fail(err)
+                return
+            async for message in requests:
+                if session.fatal is not None:
+                    return
+                self._handle(session, message)
+        except grpc.aio.AbortError:
+            pass
+        except Exception as err:  # never let a tool crash the daemon
+            log.exception("Attach stream reader failed")
+            session.fail(Internal(f"internal error reading the stream: {err}"))
+        finally:
+            session.finish_reading()
+
+    def _hello(self, session: AttachSession, hello: pb.Hello) -> None:
+        execution = self._coordinator.resolve_token(hello.attach_token)
+        behavior = v.behavior(hello.behavior)
+        tool_name = v.text(hello.tool_name, "hello.tool_name")
+        tool_call_id = v.text(hello.tool_call_id, "hello.tool_call_id")
+        if hello.pid < 0:
+            raise InvalidArgument(f"hello.pid must not be negative, got {hello.pid}")
+        tool = execution.attach(
+            tool_id=f"{self._prefix}{next(self._tool_ids)}",
+            tool_name=tool_name,
+            tool_call_id=tool_call_id,
+            behavior=behavior,
+            pid=hello.pid,
+            sink=session,
+        )
+        session.tool = tool
+        trip = execution.trip_info
+        session.push(
+            pb.SidecarMessage(
+                attached=pb.Attached(
+                    execution_id=execution.execution_id,
+                    cancelled=trip is not None,
+                    reason=int(trip.reason) if trip else 0,  # type: ignore[arg-type]
+                    tool_id=tool.tool_id,
+                    grace=convert.duration(execution.grace_ns),
+                )
+            )
+        )
+        # Runs on the loop thread with no await since attach(): the trip cannot
+        # have happened in between, so a tool attached before the trip got its
+        # cancel from the fan-out and one attached after gets it here.
+        if trip is not None and behavior.receives_cancel:
+            deadline = execution.grace_deadline_for(tool)
+            assert deadline is not None
+            session.send_cancel(trip, deadline)
+            self._trip_path.late_attach(tool)
+
+    def _handle(self, session: AttachSession, message: pb.ToolMessage) -> None:
+        tool = session.tool
+        assert tool is not None
+        kind = message.WhichOneof("message")
+        terminator_id = ""
+        try:
+            if kind == "register_terminator":
+                request = message.register_terminator
+                terminator_id = request.terminator_id
+                self._register(session, tool, request)
+            elif kind == "unregister_terminator":
+                terminator_id = message.unregister_terminator.terminator_id
+                v.identifier(terminator_id, "unregister_terminator.terminator_id", required=True)
+                tool.execution.unregister(tool, terminator_id)
+                session.push(
+                    pb.SidecarMessage(terminator_unregistered=pb.TerminatorUnregistered(terminator_id=terminator_id))
+                )
+            elif kind == "unwound":
+                outcome = v.outcome(message.unwound.outcome)
+                v.detail(message.unwound.detail, "unwound.detail")
+                tool.execution.unwound(tool, outcome)
+            elif kind == "terminator_result":
+                result = message.terminator_result
+                v.identifier(result.terminator_id, "terminator_result.terminator_id", required=True)
+                if result.error:
+                    self._hub.publish(
+                        tool.execution.execution_id,
+                        events.TerminatorFailed(tool.tool_id, result.terminator_id, v.detail(result.error, "error")),
+                    )
+            elif kind == "hello":
+                session.fail(
+                    FailedPrecondition("hello was already received on this stream; open a new stream per tool run")
+                )
+            else:
+                raise InvalidArgument("empty ToolMessage: set one of its fields")
+        except SidecarError as err:
+            session.push(
+                pb.SidecarMessage(
+                    error=pb.ChannelError(code=status_code(err).value[0], message=str(err), terminator_id=terminator_id)
+                )
+            )
+
+    def _register(self, session: AttachSession, tool: ToolRun, request: pb.RegisterTerminator) -> None:
+        terminator_id = v.identifier(request.terminator_id, "register_terminator.terminator_id", required=True)
+        kind = request.WhichOneof("kind")
+        spec: TerminatorSpec
+        identity: object = None
+        if kind == "callback":
+            spec = CallbackSpec()
+        elif kind == "process_group":
+            group = request.process_group
+            kill_after = (
+                v.duration_ns(group.kill_after, "kill_after", minimum_ns=0, maximum_ns=v.MAX_KILL_AFTER_NS)
+                if group.HasField("kill_after")
+                else None
+            )
+            spec = ProcessGroupSpec(group.pgid, self._groups.validate_signal(group.signal), kill_after)
+            if not tool.behavior.may_register_process_groups:
+                # Checked by the domain too; checked first here so a tool that may
+                # not register groups is not told anything about a pgid.
+                tool.execution.register(tool, terminator_id, spec)
+            identity = self._groups.pin(group.pgid)
+        else:
+            raise InvalidArgument("register_terminator needs a kind: callback or process_group")
+        ack = pb.SidecarMessage(terminator_registered=pb.TerminatorRegistered(terminator_id=terminator_id))
+        with session.acknowledging(ack):
+            tool.execution.register(tool, terminator_id, spec, identity)

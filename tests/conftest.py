@@ -1,0 +1,99 @@
+"""Fixtures shared by every suite: a real daemon process on a real unix socket."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+READY_TIMEOUT_S = 20.0
+
+
+@dataclass
+class DaemonProcess:
+    """A daemon started with ``python -m sidecar serve``; stopped by its PID."""
+
+    address: str
+    process: subprocess.Popen[str]
+    socket_path: Path
+    stderr_lines: list[str] = field(default_factory=list)
+    _pump: threading.Thread | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
+        """Signal the daemon by its PID and reap it (SIGKILL if it does not exit in time)."""
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        try:
+            code = self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = self.process.wait(5)
+        if self._pump is not None:
+            self._pump.join(5)
+        for pipe in (self.process.stdout, self.process.stderr):
+            if pipe is not None:
+                pipe.close()
+        return code
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self.stderr_lines)
+
+
+def start_daemon(directory: Path, *extra: str, env: dict[str, str] | None = None) -> DaemonProcess:
+    """Start a daemon on a unix socket in ``directory`` and wait for its ready line."""
+    socket_path = directory / "sidecar.sock"
+    address = f"unix://{socket_path}"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sidecar", "serve", "--listen", address, "--metrics-listen", "", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+    )
+    daemon = DaemonProcess(address, process, socket_path)
+    assert process.stderr is not None and process.stdout is not None
+    stderr = process.stderr
+
+    def pump() -> None:
+        for line in stderr:
+            daemon.stderr_lines.append(line)
+
+    daemon._pump = threading.Thread(target=pump, daemon=True)
+    daemon._pump.start()
+    ready: list[str] = []
+    reader = threading.Thread(target=lambda: ready.append(process.stdout.readline() if process.stdout else ""))
+    reader.start()
+    reader.join(READY_TIMEOUT_S)
+    if not ready or not ready[0].startswith("ready "):
+        daemon.stop(signal.SIGKILL)
+        raise RuntimeError(f"daemon did not become ready: stdout={ready!r} stderr={daemon.stderr!r}")
+    assert ready[0].split()[1] == address
+    return daemon
+
+
+@pytest.fixture
+def daemon() -> Iterator[DaemonProcess]:
+    """A fresh daemon per test, on a private unix socket; stopped (SIGTERM, then SIGKILL) after."""
+    # Unix socket paths are limited to 107 bytes: keep the directory short.
+    with tempfile.TemporaryDirectory(prefix="isd-", dir="/tmp") as directory:
+        proc = start_daemon(Path(directory))
+        try:
+            yield proc
+        finally:
+            code = proc.stop()
+            assert code == 0, f"daemon exited with {code}; stderr:\n{proc.stderr}"
