@@ -50,7 +50,7 @@ class CoordinatorLimits:
     max_live_executions: int = 100_000
     #: Ended executions remembered for GetExecution / ListExecutions.
     ended_retention: int = 4_096
-    execution: ExecutionLimits = ExecutionLimits()
+    execution: ExecutionLimits = field(default_factory=ExecutionLimits)
 
 
 class Coordinator:

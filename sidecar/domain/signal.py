@@ -20,7 +20,7 @@ class CancellationSignal:
     turn gets a new signal, so a stale cancel can never leak into it.
     """
 
-    __slots__ = ("_lock", "_trip", "_listeners")
+    __slots__ = ("_listeners", "_lock", "_trip")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -87,10 +87,11 @@ class TripPath:
         timers = self._timers.setdefault(execution.execution_id, _Timers())
         if execution.budget_ns:
             budget_s = execution.budget_ns / 1e9
-            timers.budget = self._call_at(
-                execution.begun_at.plus(execution.budget_ns),
-                lambda: execution.trip(InterruptReason.BUDGET_EXCEEDED, f"wall-clock budget of {budget_s:g}s ran out"),
-            )
+
+            def budget_ran_out() -> None:
+                execution.trip(InterruptReason.BUDGET_EXCEEDED, f"wall-clock budget of {budget_s:g}s ran out")
+
+            timers.budget = self._call_at(execution.begun_at.plus(execution.budget_ns), budget_ran_out)
         if execution.lease_deadline is not None:
             timers.lease = self._call_at(execution.lease_deadline, lambda: self._check_lease(execution))
 

@@ -22,7 +22,7 @@ class CoordinatorService(pb_grpc.CoordinatorServiceServicer):
         self._hub = hub
 
     @maps_errors
-    async def BeginExecution(self, request: pb.BeginExecutionRequest, context: Context) -> pb.BeginExecutionResponse:  # type: ignore[override]
+    async def BeginExecution(self, request: pb.BeginExecutionRequest, context: Context) -> pb.BeginExecutionResponse:
         spec = ExecutionSpec(
             execution_id=v.identifier(request.execution_id, "execution_id", required=False),
             parent_execution_id=v.identifier(request.parent_execution_id, "parent_execution_id", required=False),
@@ -50,7 +50,7 @@ class CoordinatorService(pb_grpc.CoordinatorServiceServicer):
         )
 
     @maps_errors
-    async def Interrupt(self, request: pb.InterruptRequest, context: Context) -> pb.InterruptResponse:  # type: ignore[override]
+    async def Interrupt(self, request: pb.InterruptRequest, context: Context) -> pb.InterruptResponse:
         reason = v.reason(request.reason)
         detail = v.detail(request.detail)
         target = request.WhichOneof("target")
@@ -71,12 +71,12 @@ class CoordinatorService(pb_grpc.CoordinatorServiceServicer):
         )
 
     @maps_errors
-    async def EndExecution(self, request: pb.EndExecutionRequest, context: Context) -> pb.EndExecutionResponse:  # type: ignore[override]
+    async def EndExecution(self, request: pb.EndExecutionRequest, context: Context) -> pb.EndExecutionResponse:
         execution_id = v.identifier(request.execution_id, "execution_id", required=True)
         return pb.EndExecutionResponse(execution=convert.execution(self._coordinator.end(execution_id)))
 
     @maps_errors
-    async def KeepAlive(self, request: pb.KeepAliveRequest, context: Context) -> pb.KeepAliveResponse:  # type: ignore[override]
+    async def KeepAlive(self, request: pb.KeepAliveRequest, context: Context) -> pb.KeepAliveResponse:
         execution_id = v.identifier(request.execution_id, "execution_id", required=True)
         deadline = self._coordinator.live(execution_id).renew_lease()
         response = pb.KeepAliveResponse()
@@ -85,12 +85,12 @@ class CoordinatorService(pb_grpc.CoordinatorServiceServicer):
         return response
 
     @maps_errors
-    async def GetExecution(self, request: pb.GetExecutionRequest, context: Context) -> pb.GetExecutionResponse:  # type: ignore[override]
+    async def GetExecution(self, request: pb.GetExecutionRequest, context: Context) -> pb.GetExecutionResponse:
         execution_id = v.identifier(request.execution_id, "execution_id", required=True)
         return pb.GetExecutionResponse(execution=convert.execution(self._coordinator.get(execution_id)))
 
     @maps_errors
-    async def ListExecutions(self, request: pb.ListExecutionsRequest, context: Context) -> pb.ListExecutionsResponse:  # type: ignore[override]
+    async def ListExecutions(self, request: pb.ListExecutionsRequest, context: Context) -> pb.ListExecutionsResponse:
         context_id = v.identifier(request.context_id, "context_id", required=False)
         found = self._coordinator.list(context_id, request.include_ended)
         return pb.ListExecutionsResponse(executions=[convert.execution(e) for e in found])

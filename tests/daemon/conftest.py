@@ -16,5 +16,5 @@ async def channel(daemon: DaemonProcess) -> AsyncIterator[grpc.aio.Channel]:
 
 
 @pytest.fixture
-def stub(channel: grpc.aio.Channel) -> pb_grpc.CoordinatorServiceStub:
+def stub(channel: grpc.aio.Channel) -> pb_grpc.CoordinatorServiceAsyncStub:
     return pb_grpc.CoordinatorServiceStub(channel)

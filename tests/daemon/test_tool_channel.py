@@ -23,16 +23,16 @@ NON = pb.INTERRUPT_BEHAVIOR_NON_INTERRUPTIBLE
 SIGINT_REASON = pb.INTERRUPT_REASON_USER_SIGINT
 
 
-async def begin(stub: pb_grpc.CoordinatorServiceStub, **fields: object) -> pb.BeginExecutionResponse:
+async def begin(stub: pb_grpc.CoordinatorServiceAsyncStub, **fields: object) -> pb.BeginExecutionResponse:
     return await stub.BeginExecution(pb.BeginExecutionRequest(**fields))  # type: ignore[arg-type]
 
 
-async def interrupt(stub: pb_grpc.CoordinatorServiceStub, execution_id: str, reason: int = SIGINT_REASON) -> None:
+async def interrupt(stub: pb_grpc.CoordinatorServiceAsyncStub, execution_id: str, reason: int = SIGINT_REASON) -> None:
     await stub.Interrupt(pb.InterruptRequest(execution_id=execution_id, reason=reason))  # type: ignore[arg-type]
 
 
 async def test_interruptible_tool_gets_cancel_with_reason(
-    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceStub
+    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceAsyncStub
 ) -> None:
     begun = await begin(stub)
     tool = RawTool(channel)
@@ -40,7 +40,9 @@ async def test_interruptible_tool_gets_cancel_with_reason(
     assert attached.attached.execution_id == begun.execution_id
     assert not attached.attached.cancelled
     await stub.Interrupt(
-        pb.InterruptRequest(execution_id=begun.execution_id, reason=pb.INTERRUPT_REASON_NOW_PRIORITY_INPUT, detail="do url2")
+        pb.InterruptRequest(
+            execution_id=begun.execution_id, reason=pb.INTERRUPT_REASON_NOW_PRIORITY_INPUT, detail="do url2"
+        )
     )
     cancel = (await tool.recv()).cancel
     assert cancel.reason == pb.INTERRUPT_REASON_NOW_PRIORITY_INPUT
@@ -51,7 +53,7 @@ async def test_interruptible_tool_gets_cancel_with_reason(
 
 
 async def test_non_interruptible_tool_is_never_sent_the_cancel(
-    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceStub
+    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceAsyncStub
 ) -> None:
     begun = await begin(stub)
     quiet, loud = RawTool(channel), RawTool(channel)
@@ -65,7 +67,7 @@ async def test_non_interruptible_tool_is_never_sent_the_cancel(
 
 @pytest.mark.parametrize("behavior", [0, NON, COOP])
 async def test_tools_that_may_not_register_are_refused(
-    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceStub, behavior: int
+    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceAsyncStub, behavior: int
 ) -> None:
     begun = await begin(stub)
     tool = RawTool(channel)
@@ -78,7 +80,7 @@ async def test_tools_that_may_not_register_are_refused(
 
 
 async def test_callback_terminators_run_in_order_and_late_ones_at_once(
-    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceStub
+    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceAsyncStub
 ) -> None:
     begun = await begin(stub)
     tool = RawTool(channel)
@@ -102,7 +104,7 @@ async def test_callback_terminators_run_in_order_and_late_ones_at_once(
 
 
 async def test_tool_attaching_after_the_trip_is_told_at_once(
-    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceStub
+    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceAsyncStub
 ) -> None:
     begun = await begin(stub)
     await interrupt(stub, begun.execution_id, pb.INTERRUPT_REASON_BUDGET_EXCEEDED)
@@ -114,7 +116,7 @@ async def test_tool_attaching_after_the_trip_is_told_at_once(
 
 
 async def test_unwind_latency_and_grace_overrun_are_reported_on_watch(
-    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceStub
+    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceAsyncStub
 ) -> None:
     begun = await begin(stub, grace=Duration(nanos=200_000_000))
     quick, stuck = RawTool(channel), RawTool(channel)
@@ -151,7 +153,7 @@ async def test_bad_tokens_end_the_stream_with_their_code(
 
 
 async def test_wrong_secret_is_permission_denied_and_ended_execution_not_found(
-    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceStub
+    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceAsyncStub
 ) -> None:
     begun = await begin(stub)
     tool = RawTool(channel)
@@ -164,7 +166,7 @@ async def test_wrong_secret_is_permission_denied_and_ended_execution_not_found(
 
 
 async def test_protocol_violations_end_the_stream(
-    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceStub
+    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceAsyncStub
 ) -> None:
     tool = RawTool(channel)
     await tool.send(unwound=pb.Unwound())
@@ -184,14 +186,17 @@ async def test_protocol_violations_end_the_stream(
 
 
 async def test_bad_requests_on_a_stream_are_errors_and_the_stream_stays(
-    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceStub
+    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceAsyncStub
 ) -> None:
     begun = await begin(stub)
     tool = RawTool(channel)
     await tool.hello(begun.attach_token, EXTERNAL)
     cases: list[tuple[pb.ToolMessage, grpc.StatusCode]] = [
         (pb.ToolMessage(), grpc.StatusCode.INVALID_ARGUMENT),
-        (pb.ToolMessage(register_terminator=pb.RegisterTerminator(terminator_id="x")), grpc.StatusCode.INVALID_ARGUMENT),
+        (
+            pb.ToolMessage(register_terminator=pb.RegisterTerminator(terminator_id="x")),
+            grpc.StatusCode.INVALID_ARGUMENT,
+        ),
         (
             pb.ToolMessage(register_terminator=pb.RegisterTerminator(callback=pb.CallbackTerminator())),
             grpc.StatusCode.INVALID_ARGUMENT,
@@ -238,7 +243,10 @@ async def test_bad_requests_on_a_stream_are_errors_and_the_stream_stays(
             grpc.StatusCode.INVALID_ARGUMENT,
         ),
         (pb.ToolMessage(unwound=pb.Unwound(outcome=42)), grpc.StatusCode.INVALID_ARGUMENT),  # type: ignore[arg-type]
-        (pb.ToolMessage(unregister_terminator=pb.UnregisterTerminator(terminator_id="")), grpc.StatusCode.INVALID_ARGUMENT),
+        (
+            pb.ToolMessage(unregister_terminator=pb.UnregisterTerminator(terminator_id="")),
+            grpc.StatusCode.INVALID_ARGUMENT,
+        ),
     ]
     for message, code in cases:
         await tool.put(message)
@@ -257,7 +265,7 @@ def spawn_group(*argv: str) -> subprocess.Popen[bytes]:
 
 
 async def test_process_group_is_terminated_at_the_trip(
-    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceStub
+    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceAsyncStub
 ) -> None:
     child = spawn_group("import time; time.sleep(120)")
     try:
@@ -283,7 +291,7 @@ async def test_process_group_is_terminated_at_the_trip(
 
 
 async def test_a_group_ignoring_sigterm_is_killed_when_the_grace_runs_out(
-    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceStub
+    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceAsyncStub
 ) -> None:
     child = spawn_group(
         "import signal, sys, time\n"
@@ -311,7 +319,9 @@ async def test_a_group_ignoring_sigterm_is_killed_when_the_grace_runs_out(
         signalled = watcher.of("process_group_signalled")
         assert [(s.signal, s.escalation) for s in signalled] == [(signal.SIGTERM, False), (signal.SIGKILL, True)]
         tripped = next(e for e in events if e.HasField("tripped"))
-        escalated = next(e for e in events if e.HasField("process_group_signalled") and e.process_group_signalled.escalation)
+        escalated = next(
+            e for e in events if e.HasField("process_group_signalled") and e.process_group_signalled.escalation
+        )
         waited = escalated.occurred_at.ToNanoseconds() - tripped.tripped.tripped_at.ToNanoseconds()
         assert waited >= 300_000_000 - 2_000_000, "SIGKILL only after the grace"
     finally:
@@ -320,7 +330,7 @@ async def test_a_group_ignoring_sigterm_is_killed_when_the_grace_runs_out(
 
 
 async def test_end_execution_closes_every_registrar(
-    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceStub
+    channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceAsyncStub
 ) -> None:
     begun = await begin(stub)
     tool = RawTool(channel)

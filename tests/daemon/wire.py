@@ -45,7 +45,7 @@ class RawTool:
     async def close(self) -> list[pb.SidecarMessage]:
         """Half-close and return every message still to come."""
         await self._outgoing.put(None)
-        rest = []
+        rest: list[pb.SidecarMessage] = []
         while True:
             message = await asyncio.wait_for(self.call.read(), RECV_TIMEOUT_S)
             if message is grpc.aio.EOF:
@@ -75,8 +75,10 @@ async def eventually(check: Callable[[], Any], timeout: float = 10.0, interval: 
 class Watch:
     """A WatchExecution stream opened before the action it observes."""
 
-    def __init__(self, stub: pb_grpc.CoordinatorServiceStub, execution_id: str) -> None:
-        self.call = stub.WatchExecution(pb.WatchExecutionRequest(execution_id=execution_id))
+    def __init__(self, stub: pb_grpc.CoordinatorServiceAsyncStub, execution_id: str) -> None:
+        self.call: grpc.aio.UnaryStreamCall[pb.WatchExecutionRequest, pb.ExecutionEvent] = stub.WatchExecution(
+            pb.WatchExecutionRequest(execution_id=execution_id)
+        )
         self.seen: list[pb.ExecutionEvent] = []
 
     async def next(self) -> pb.ExecutionEvent | None:
@@ -102,11 +104,11 @@ class Watch:
                 return self.seen
 
     def of(self, kind: str) -> list[Any]:
-        return [getattr(e, kind) for e in self.seen if e.HasField(kind)]
+        return [getattr(e, kind) for e in self.seen if e.WhichOneof("event") == kind]
 
     def close(self) -> None:
         self.call.cancel()
 
 
-async def watch(stub: pb_grpc.CoordinatorServiceStub, execution_id: str) -> Watch:
+async def watch(stub: pb_grpc.CoordinatorServiceAsyncStub, execution_id: str) -> Watch:
     return await Watch(stub, execution_id).started()

@@ -148,7 +148,7 @@ def test_concurrent_registration_and_trip_run_each_terminator_exactly_once(
             futures = [pool.submit(register, i) for i in range(8)] + [pool.submit(trip)]
             for f in futures:
                 f.result()
-        ran = effects.of("run")
+        ran = [str(item) for item in effects.of("run")]
         assert sorted(ran) == sorted(f"t{i}" for i in range(8)), ran
 
 
@@ -232,7 +232,7 @@ def test_tokens_resolve_only_with_the_right_secret(coordinator: Coordinator) -> 
 
 
 def test_end_is_idempotent_and_ids_are_never_reused(coordinator: Coordinator, effects: RecordingEffects) -> None:
-    execution, _ = coordinator.begin(ExecutionSpec(execution_id="turn-1"))
+    coordinator.begin(ExecutionSpec(execution_id="turn-1"))
     coordinator.end("turn-1")
     coordinator.end("turn-1")
     assert effects.of("ended") == ["turn-1"]

@@ -13,7 +13,10 @@ AT = Instant(1, 1)
 
 def test_first_reason_wins_and_later_trips_change_nothing() -> None:
     signal = CancellationSignal()
-    assert signal.trip(InterruptReason.USER_SIGINT, "first", AT) == (True, Trip(InterruptReason.USER_SIGINT, "first", AT))
+    assert signal.trip(InterruptReason.USER_SIGINT, "first", AT) == (
+        True,
+        Trip(InterruptReason.USER_SIGINT, "first", AT),
+    )
     won, trip = signal.trip(InterruptReason.BUDGET_EXCEEDED, "second", Instant(2, 2))
     assert not won
     assert trip == Trip(InterruptReason.USER_SIGINT, "first", AT)

@@ -1,0 +1,61 @@
+# The two commands of the README:
+#   make demo   install the daemon into .venv, start it, attach a Python tool,
+#               interrupt it, print the measured latency, stop the daemon
+#   make test   install everything the tests need, then run every check and test
+# Also: make serve (run the daemon in the foreground), make protos (regenerate).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
+BUF    := tools/node_modules/.bin/buf
+
+.PHONY: demo serve test install install-test protos check-protos lint typecheck pytest clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# Reinstalled when a package definition changes.
+$(VENV)/.installed: $(BIN)/python pyproject.toml clients/python/pyproject.toml
+	$(PIP) install -e ./clients/python -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
+	$(PIP) install -e './clients/python' -e '.[test]'
+	touch $@
+
+$(BUF): tools/package.json tools/package-lock.json
+	cd tools && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test $(BUF)
+
+demo: install
+	$(BIN)/interrupt-sidecar demo
+
+serve: install
+	$(BIN)/interrupt-sidecar serve
+
+protos: install-test
+	$(BIN)/python scripts/gen_protos.py
+
+check-protos: install-test
+	$(BIN)/python scripts/gen_protos.py --check
+	$(BUF) lint
+	$(BUF) format --diff --exit-code
+
+lint: install-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install-test
+	$(BIN)/mypy
+
+pytest: install-test
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test: check-protos lint typecheck pytest
+
+clean:
+	rm -rf $(VENV) tools/node_modules .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,206 @@
+"""The command line: configuration precedence, exit codes, serve's lifecycle, client subcommands."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from interrupt.v1 import interrupt_pb2 as pb
+from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+
+from sidecar.config import ConfigError, ServeConfig, build_serve_config, parse_duration
+from tests.conftest import ROOT, DaemonProcess, start_daemon
+from tests.daemon.wire import RawTool, eventually
+
+NO_FLAGS: dict[str, None] = {
+    "listen": None,
+    "metrics_listen": None,
+    "state_dir": None,
+    "grace": None,
+    "loop": None,
+    "allow_insecure_tcp": None,
+    "shutdown_timeout": None,
+    "log_level": None,
+}
+
+
+def config(env: dict[str, str] | None = None, **flags: Any) -> ServeConfig:
+    return build_serve_config(**{**NO_FLAGS, **flags}, env=env or {})
+
+
+def test_flag_beats_environment_beats_default() -> None:
+    assert config().grace_ns == 500_000_000
+    assert config({"INTERRUPT_SIDECAR_GRACE": "2s"}).grace_ns == 2_000_000_000
+    assert config({"INTERRUPT_SIDECAR_GRACE": "2s"}, grace="750ms").grace_ns == 750_000_000
+    env = {"INTERRUPT_SIDECAR_LISTEN": "unix:///tmp/a.sock,127.0.0.1:7000"}
+    assert [a.grpc_target() for a in config(env).listen] == ["unix:///tmp/a.sock", "127.0.0.1:7000"]
+    assert [a.grpc_target() for a in config(env, listen=["unix:///tmp/b.sock"]).listen] == ["unix:///tmp/b.sock"]
+    assert config({"XDG_RUNTIME_DIR": "/run/user/7"}).listen[0].grpc_target() == (
+        "unix:///run/user/7/interrupt-sidecar/sidecar.sock"
+    )
+    assert config({"INTERRUPT_SIDECAR_LOOP": "asyncio"}).loop == "asyncio"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ({"listen": ["0.0.0.0:7000"]}, "allow-insecure-tcp"),
+        ({"listen": ["unix:relative.sock"]}, "absolute path"),
+        ({"listen": ["nohost"]}, "neither"),
+        ({"grace": "fast"}, "not a duration"),
+        ({"grace": "0s"}, "between 1ms and 1h"),
+        ({"loop": "trio"}, "choose one of"),
+        ({"metrics_listen": "unix:///tmp/m.sock"}, "HOST:PORT"),
+        ({"grace": "5s", "shutdown_timeout": "1s"}, "at least --grace"),
+        ({"log_level": "chatty"}, "DEBUG"),
+    ],
+)
+def test_invalid_settings_are_refused_with_a_reason(flags: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        config(**flags)
+
+
+def test_insecure_tcp_is_allowed_only_when_asked() -> None:
+    assert config(listen=["0.0.0.0:7000"], allow_insecure_tcp=True).allow_insecure_tcp
+    assert config({"INTERRUPT_SIDECAR_ALLOW_INSECURE_TCP": "1"}, listen=["[::]:7000"]).allow_insecure_tcp
+
+
+def test_durations() -> None:
+    assert parse_duration("1m30s", "x") == 90_000_000_000
+    assert parse_duration("1.5s", "x") == 1_500_000_000
+    assert parse_duration("250us", "x") == 250_000
+    for bad in ("", "5", "5 s", "-1s", "1sx"):
+        with pytest.raises(ConfigError):
+            parse_duration(bad, "x")
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sidecar", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        timeout=30,
+    )
+
+
+@pytest.fixture
+def tmp_short() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="isd-", dir="/tmp") as d:
+        yield Path(d)
+
+
+def test_serve_with_bad_configuration_exits_2(tmp_short: Path) -> None:
+    result = run_cli("serve", "--listen", f"unix://{tmp_short}/s.sock", "--grace", "soon")
+    assert result.returncode == 2
+    assert "not a duration" in result.stderr
+
+
+def test_serve_refuses_a_socket_another_daemon_serves_with_exit_3(daemon: DaemonProcess) -> None:
+    result = run_cli("serve", "--listen", daemon.address)
+    assert result.returncode == 3
+    assert "another process is serving" in result.stderr
+
+
+def test_socket_is_owner_only(daemon: DaemonProcess) -> None:
+    mode = stat.S_IMODE(daemon.socket_path.stat().st_mode)
+    assert mode == 0o600
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+async def test_serves_on_tcp_loopback_with_either_loop(tmp_short: Path, loop: str) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sidecar", "serve", "--listen", "127.0.0.1:0", "--loop", loop],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert proc.stdout is not None
+        ready = proc.stdout.readline().split()
+        assert ready[0] == "ready"
+        host, port = ready[1].rsplit(":", 1)
+        assert host == "127.0.0.1"
+        assert int(port) > 0
+        async with grpc.aio.insecure_channel(ready[1]) as channel:
+            stub = pb_grpc.CoordinatorServiceStub(channel)
+            begun = await stub.BeginExecution(pb.BeginExecutionRequest())
+            tool = RawTool(channel)
+            await tool.hello(begun.attach_token, pb.INTERRUPT_BEHAVIOR_COOPERATIVE)
+            await stub.Interrupt(
+                pb.InterruptRequest(execution_id=begun.execution_id, reason=pb.INTERRUPT_REASON_USER_SIGINT)
+            )
+            assert (await tool.recv()).cancel.reason == pb.INTERRUPT_REASON_USER_SIGINT
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+        assert proc.stdout is not None
+        proc.stdout.close()
+
+
+async def test_sigterm_trips_everything_with_system_shutdown_kills_groups_and_exits_0(tmp_short: Path) -> None:
+    daemon = start_daemon(tmp_short)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    try:
+        async with grpc.aio.insecure_channel(daemon.address) as channel:
+            stub = pb_grpc.CoordinatorServiceStub(channel)
+            begun = await stub.BeginExecution(pb.BeginExecutionRequest())
+            tool = RawTool(channel)
+            await tool.hello(begun.attach_token, pb.INTERRUPT_BEHAVIOR_EXTERNALLY_TERMINATED)
+            await tool.send(
+                register_terminator=pb.RegisterTerminator(
+                    terminator_id="pg", process_group=pb.ProcessGroupTerminator(pgid=child.pid)
+                )
+            )
+            assert (await tool.recv()).HasField("terminator_registered")
+            daemon.process.send_signal(signal.SIGTERM)
+            cancel = (await tool.recv()).cancel
+            assert cancel.reason == pb.INTERRUPT_REASON_SYSTEM_SHUTDOWN
+            await tool.send(unwound=pb.Unwound(outcome=pb.TOOL_OUTCOME_INTERRUPTED))
+            await eventually(lambda: child.poll() is not None)
+            assert child.returncode == -signal.SIGTERM
+            assert await tool.status() == grpc.StatusCode.UNAVAILABLE
+        assert daemon.process.wait(15) == 0
+        assert not daemon.socket_path.exists(), "the socket file is removed on shutdown"
+    finally:
+        child.kill()
+        child.wait()
+        daemon.stop(signal.SIGKILL)
+
+
+def test_client_subcommands_drive_an_execution(daemon: DaemonProcess) -> None:
+    env = {"INTERRUPT_SIDECAR_ADDRESS": daemon.address}
+    begun = run_cli("begin", "--id", "turn-7", "--context", "main", "--budget", "1h", env=env)
+    assert begun.returncode == 0, begun.stderr
+    assert "INTERRUPT_SIDECAR_EXECUTION=turn-7" in begun.stdout
+    assert "INTERRUPT_SIDECAR_TOKEN=ist1." in begun.stdout
+    status = run_cli("status", env=env)
+    assert status.returncode == 0
+    assert "turn-7\tlive" in status.stdout
+    tripped = run_cli("interrupt", "turn-7", "--reason", "NOW_PRIORITY_INPUT", env=env)
+    assert tripped.stdout.strip() == "turn-7\ttripped\tNOW_PRIORITY_INPUT"
+    again = run_cli("interrupt", "--context", "main", env=env)
+    assert again.stdout.strip() == "turn-7\talready tripped\tNOW_PRIORITY_INPUT"
+    as_json = run_cli("status", "turn-7", "--json", env=env)
+    assert '"cancelled": true' in as_json.stdout
+    assert run_cli("end", "turn-7", env=env).returncode == 0
+    refused = run_cli("interrupt", "turn-7", env=env)
+    assert refused.returncode == 5
+    assert "FAILED_PRECONDITION" in refused.stderr
+
+
+def test_unreachable_daemon_exits_4(tmp_short: Path) -> None:
+    result = run_cli("status", "--address", f"unix://{tmp_short}/nobody.sock")
+    assert result.returncode == 4
+    assert "cannot reach the daemon" in result.stderr
