@@ -328,7 +328,9 @@ class Execution:
         overran: list[ToolRun] = []
         with self._lock:
             for tool in self.tools.values():
-                if tool.overran or tool.unwound_at is not None or not tool.behavior.receives_cancel:
+                # A detached tool's run is over (its processes, if any, are the
+                # process-group escalation's business), so it cannot overrun.
+                if tool.overran or tool.closed or not tool.behavior.receives_cancel:
                     continue
                 deadline = self.grace_deadline_for(tool)
                 if deadline is not None and deadline.mono_ns <= now.mono_ns:

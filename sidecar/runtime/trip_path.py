@@ -184,7 +184,7 @@ class TripPath:
         pending = [
             deadline
             for tool in execution.tools.values()
-            if tool.behavior.receives_cancel and tool.unwound_at is None and not tool.overran
+            if tool.behavior.receives_cancel and not tool.closed and not tool.overran
             if (deadline := execution.grace_deadline_for(tool)) is not None
         ]
         if pending:

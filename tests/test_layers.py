@@ -1,0 +1,44 @@
+"""The daemon's layers point one way. This test pins it, so a shortcut fails CI."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SIDECAR = Path(__file__).resolve().parent.parent / "sidecar"
+
+# What each layer may import from the sidecar package (besides itself and sidecar.errors).
+ALLOWED = {
+    "domain": set(),
+    "osedge": set(),
+    "runtime": {"domain", "osedge"},
+    "services": {"domain", "osedge", "runtime"},
+}
+# Third-party modules a layer must never import.
+FORBIDDEN_EXTERNAL = {
+    "domain": {"grpc", "interrupt", "asyncio", "os", "subprocess", "signal", "google"},
+    "osedge": {"grpc", "interrupt", "google"},
+    "runtime": {"grpc", "interrupt", "google"},
+}
+
+
+def imports_of(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_layer_imports_point_down(layer: str) -> None:
+    for path in sorted((SIDECAR / layer).glob("*.py")):
+        for name in imports_of(path):
+            parts = name.split(".")
+            if parts[0] == "sidecar" and len(parts) > 1 and parts[1] not in (layer, "errors"):
+                assert parts[1] in ALLOWED[layer], f"{path.name} ({layer}) imports {name}"
+            assert parts[0] not in FORBIDDEN_EXTERNAL.get(layer, set()), f"{path.name} ({layer}) imports {name}"
