@@ -231,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_serve(sub)
     _add_client(sub)
+    from sidecar.demo import add_demo
+
+    add_demo(sub)
     return parser
 
 

@@ -204,3 +204,14 @@ def test_unreachable_daemon_exits_4(tmp_short: Path) -> None:
     result = run_cli("status", "--address", f"unix://{tmp_short}/nobody.sock")
     assert result.returncode == 4
     assert "cannot reach the daemon" in result.stderr
+
+
+def test_demo_runs_a_real_daemon_and_reports_latency() -> None:
+    result = run_cli("demo", "--interrupts", "20")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("daemon ready on unix://")
+    assert "cooperative tool: cancelled with USER_SIGINT" in result.stdout
+    assert "gone" in result.stdout
+    assert "20 interrupts over the unix socket" in result.stdout
+    assert lines[-1] == "daemon stopped (exit 0)"
