@@ -114,7 +114,8 @@ class TripPath:
         self._hub.publish(execution.execution_id, events.Tripped(trip.reason, trip.detail, trip.at, deadline))
         # Fan out: each put is a non-blocking append to the tool's own outbox.
         for tool in list(execution.tools.values()):
-            if not tool.detached and tool.behavior.receives_cancel and tool.sink is not None:
+            # A tool whose run already ended (unwound, detached) has nothing to stop.
+            if not tool.closed and tool.behavior.receives_cancel and tool.sink is not None:
                 tool.sink.send_cancel(trip, deadline)
         if not execution.ended:
             timers.grace = self._call_at(deadline, lambda: self._grace_check(execution))
