@@ -1,0 +1,51 @@
+"""Where the daemon is, and the capability to attach: explicit arguments first, then the environment."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+ADDRESS_ENV = "INTERRUPT_SIDECAR_ADDRESS"
+TOKEN_ENV = "INTERRUPT_SIDECAR_TOKEN"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolConfig:
+    address: str
+    token: str
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def default_address() -> str:
+    """Where ``interrupt-sidecar serve`` listens without ``--listen``: the same rule as the daemon's.
+
+    ``$XDG_RUNTIME_DIR/interrupt-sidecar/sidecar.sock``, else ``/tmp/interrupt-sidecar-$UID/sidecar.sock``.
+    """
+    runtime_dir = _env("XDG_RUNTIME_DIR")
+    base = Path(runtime_dir) / "interrupt-sidecar" if runtime_dir else Path(f"/tmp/interrupt-sidecar-{os.getuid()}")
+    return f"unix://{base / 'sidecar.sock'}"
+
+
+def resolve_address(address: str | None) -> str:
+    """The daemon address: the argument, else ``INTERRUPT_SIDECAR_ADDRESS``, else the daemon's default socket."""
+    if address:
+        return address
+    return _env(ADDRESS_ENV) or default_address()
+
+
+def resolve_tool(address: str | None, token: str | None) -> ToolConfig | None:
+    """The attach configuration of a tool, or None when no sidecar is configured (no-op mode).
+
+    The token is what makes a process a tool of some execution: without one the tool runs
+    unchanged (an address alone is normal, e.g. any process in a pod with a sidecar). An
+    explicit ``token=""`` is sent as is, so the daemon refuses it (UNAUTHENTICATED).
+    """
+    resolved_token = token if token is not None else _env(TOKEN_ENV)
+    if resolved_token is None:
+        return None
+    return ToolConfig(resolve_address(address), resolved_token)

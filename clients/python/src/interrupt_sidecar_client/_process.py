@@ -1,0 +1,244 @@
+"""Start a child in a process group of its own and register the group as a terminator.
+
+At the trip the daemon signals the whole group (the child and everything it spawned that
+stayed in the group), then SIGKILLs it after ``kill_after``. Leaving the helper's block
+unregisters the group; if the child is still running then, the group is SIGKILLed so a
+tool never leaves it behind. Only EXTERNALLY_TERMINATED tools may register groups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal as signal_module
+import subprocess
+from collections.abc import Sequence
+from datetime import timedelta
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from interrupt_sidecar_client._errors import NotFound
+from interrupt_sidecar_client._registrar import TerminatorKind
+
+if TYPE_CHECKING:
+    from interrupt_sidecar_client._registrar import AsyncTerminatorRegistrar, Terminator
+    from interrupt_sidecar_client._sync_tool import TerminatorRegistrar
+
+__all__ = ["AsyncManagedProcess", "ManagedProcess"]
+
+log = logging.getLogger(__name__)
+
+
+def _own_group(kwargs: dict[str, Any]) -> dict[str, Any]:
+    for key in ("start_new_session", "process_group"):
+        if key in kwargs:
+            raise TypeError(f"{key}= is set by the helper: the child always gets a process group of its own")
+    return {**kwargs, "start_new_session": True}
+
+
+def leader_running(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (an exited, unreaped child)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            data = stat.read()
+    except FileNotFoundError:
+        return False
+    except OSError:  # no procfs: existence is the best we can tell
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    state = data[data.rfind(b")") + 2 : data.rfind(b")") + 3]
+    return state not in (b"Z", b"X", b"x")
+
+
+def _kill_group(pgid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # gone already
+        os.killpg(pgid, signum)
+
+
+class AsyncManagedProcess:
+    """An asyncio child running in its own process group, registered with the daemon.
+
+    ``async with`` it: on exit the group is unregistered, and SIGKILLed if the child is
+    still running. ``wait()``/``communicate()`` unregister as soon as the child has ended.
+    """
+
+    def __init__(self, process: asyncio.subprocess.Process, registrar: AsyncTerminatorRegistrar) -> None:
+        self.process = process
+        self._registrar = registrar
+        self.terminator: Terminator | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def pgid(self) -> int:
+        """The child's process group (its pid: it leads the group)."""
+        return self.process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    async def wait(self) -> int:
+        """Wait for the child to exit, then unregister its group; returns the exit code."""
+        code = await self.process.wait()
+        await self.release()
+        return code
+
+    async def communicate(self, input: bytes | None = None) -> tuple[bytes, bytes]:  # noqa: A002 - asyncio's name
+        """``Process.communicate``, then unregister the group."""
+        output = await self.process.communicate(input)
+        await self.release()
+        return output
+
+    def kill_group(self, signum: int = signal_module.SIGKILL) -> None:
+        """Signal the child's whole group now (no-op once it is gone)."""
+        _kill_group(self.pgid, signum)
+
+    async def release(self) -> None:
+        """Unregister the group (idempotent; quiet once the run has closed)."""
+        terminator, self.terminator = self.terminator, None
+        if terminator is not None:
+            await self._registrar._unregister_quietly(terminator)
+
+    async def __aenter__(self) -> AsyncManagedProcess:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            await self.release()
+        finally:
+            if self.process.returncode is None and leader_running(self.pid):
+                self.kill_group(signal_module.SIGKILL)
+            await self.process.wait()
+
+
+async def create_subprocess_exec(
+    registrar: AsyncTerminatorRegistrar,
+    program: str | os.PathLike[str],
+    *args: str | os.PathLike[str],
+    signal: int = signal_module.SIGTERM,
+    kill_after: timedelta | float | None = None,
+    terminator_id: str | None = None,
+    **kwargs: Any,
+) -> AsyncManagedProcess:
+    registrar._check(TerminatorKind.PROCESS_GROUP)  # refuse before starting anything
+    process = await asyncio.create_subprocess_exec(program, *args, **_own_group(kwargs))
+    managed = AsyncManagedProcess(process, registrar)
+    try:
+        managed.terminator = await registrar.register_process_group(
+            process.pid, signal=signal, kill_after=kill_after, terminator_id=terminator_id
+        )
+    except NotFound:
+        if leader_running(process.pid):
+            _kill_group(process.pid, signal_module.SIGKILL)
+            await process.wait()
+            raise
+        log.debug("child %d exited before its group could be registered", process.pid)
+    except BaseException:
+        _kill_group(process.pid, signal_module.SIGKILL)
+        await process.wait()
+        raise
+    return managed
+
+
+class ManagedProcess:
+    """A ``subprocess.Popen`` child running in its own process group, registered with the daemon.
+
+    ``with`` it: on exit the group is unregistered, SIGKILLed if the child is still
+    running, and the child's pipes are closed. ``wait()``/``communicate()`` unregister
+    as soon as the child has ended.
+    """
+
+    def __init__(self, process: subprocess.Popen[Any], registrar: TerminatorRegistrar) -> None:
+        self.process = process
+        self._registrar = registrar
+        self.terminator: Terminator | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def pgid(self) -> int:
+        """The child's process group (its pid: it leads the group)."""
+        return self.process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the child to exit, then unregister its group; returns the exit code."""
+        code = self.process.wait(timeout)
+        self.release()
+        return code
+
+    def communicate(self, input: Any = None, timeout: float | None = None) -> tuple[Any, Any]:  # noqa: A002
+        """``Popen.communicate``, then unregister the group."""
+        output = self.process.communicate(input, timeout)
+        self.release()
+        return output
+
+    def kill_group(self, signum: int = signal_module.SIGKILL) -> None:
+        """Signal the child's whole group now (no-op once it is gone)."""
+        _kill_group(self.pgid, signum)
+
+    def release(self) -> None:
+        """Unregister the group (idempotent; quiet once the run has closed)."""
+        terminator, self.terminator = self.terminator, None
+        if terminator is not None:
+            self._registrar._unregister_quietly(terminator)
+
+    def __enter__(self) -> ManagedProcess:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            self.release()
+        finally:
+            # poll() reaps only an exited child; while it has not been reaped its pid pins the group.
+            if self.process.poll() is None:
+                self.kill_group(signal_module.SIGKILL)
+            self.process.__exit__(exc_type, exc, tb)
+
+
+def popen(
+    registrar: TerminatorRegistrar,
+    args: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    signal: int = signal_module.SIGTERM,
+    kill_after: timedelta | float | None = None,
+    terminator_id: str | None = None,
+    **kwargs: Any,
+) -> ManagedProcess:
+    registrar._core._check(TerminatorKind.PROCESS_GROUP)  # refuse before starting anything
+    process: subprocess.Popen[Any] = subprocess.Popen(args, **_own_group(kwargs))
+    managed = ManagedProcess(process, registrar)
+    try:
+        managed.terminator = registrar.register_process_group(
+            process.pid, signal=signal, kill_after=kill_after, terminator_id=terminator_id
+        )
+    except NotFound:
+        if leader_running(process.pid):
+            _kill_group(process.pid, signal_module.SIGKILL)
+            process.wait()
+            raise
+        log.debug("child %d exited before its group could be registered", process.pid)
+    except BaseException:
+        _kill_group(process.pid, signal_module.SIGKILL)
+        process.wait()
+        raise
+    return managed

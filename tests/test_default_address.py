@@ -1,0 +1,19 @@
+"""The daemon and the Python client find the default socket by the same rule."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from interrupt_sidecar_client._config import default_address
+
+from sidecar.config import default_socket_path
+
+
+@pytest.mark.parametrize("runtime_dir", [None, "/run/user/1000"])
+def test_client_default_is_the_daemon_default(monkeypatch: pytest.MonkeyPatch, runtime_dir: str | None) -> None:
+    if runtime_dir is None:
+        monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    else:
+        monkeypatch.setenv("XDG_RUNTIME_DIR", runtime_dir)
+    assert default_address() == f"unix://{default_socket_path(os.environ)}"
