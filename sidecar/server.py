@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from wsgiref.simple_server import WSGIServer
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -58,7 +59,7 @@ class StartupError(SidecarError):
     status_name = "FAILED_PRECONDITION"
 
 
-@dataclass
+@dataclass(eq=False)  # registries key collectors by identity
 class _StatusCollector(Collector):
     coordinator: Coordinator
 
@@ -89,9 +90,19 @@ class Daemon:
         self.addresses: list[str] = []
         self._server: grpc.aio.Server | None = None
         self._tool_channel = ToolChannelService(self.coordinator, self.trip_path, self.hub, self.process_groups)
+        self._metrics_server: WSGIServer | None = None
 
     async def start(self) -> None:
-        """Bind every listener and start serving. Raises StartupError."""
+        """Bind every listener and start serving. Raises StartupError, having
+        released whatever it had bound."""
+        if self.config.state_dir is not None:
+            try:
+                self.config.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            except OSError as err:
+                raise StartupError(f"cannot create --state-dir {self.config.state_dir}: {err}") from err
+        # Metrics first: a taken port then fails the start before gRPC serves anything.
+        if self.config.metrics_listen is not None:
+            self._start_metrics(self.config.metrics_listen)
         server = grpc.aio.server(options=GRPC_OPTIONS)
         pb_grpc.add_CoordinatorServiceServicer_to_server(
             CoordinatorService(self.coordinator, self.trip_path, self.hub), server
@@ -99,8 +110,13 @@ class Daemon:
         pb_grpc.add_ToolChannelServiceServicer_to_server(self._tool_channel, server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-        for address in self.config.listen:
-            self.addresses.append(self._bind(server, address))
+        try:
+            for address in self.config.listen:
+                self.addresses.append(self._bind(server, address))
+        except StartupError:
+            self._stop_metrics()
+            await server.stop(None)
+            raise
         await server.start()
         self._server = server
         for address in self.config.listen:
@@ -109,10 +125,6 @@ class Daemon:
                 os.chmod(address.unix_path, stat.S_IRUSR | stat.S_IWUSR)
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
-        if self.config.metrics_listen is not None:
-            self._start_metrics(self.config.metrics_listen)
-        if self.config.state_dir is not None:
-            self.config.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
 
     def _bind(self, server: grpc.aio.Server, address: ListenAddress) -> str:
         if address.unix_path is not None:
@@ -137,9 +149,15 @@ class Daemon:
         registry = CollectorRegistry()
         registry.register(_StatusCollector(self.coordinator))
         try:
-            start_http_server(address.port, addr=address.host, registry=registry)
+            self._metrics_server, _ = start_http_server(address.port, addr=address.host, registry=registry)
         except OSError as err:
             raise StartupError(f"cannot serve metrics on {address.grpc_target()}: {err}") from err
+
+    def _stop_metrics(self) -> None:
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
+            self._metrics_server.server_close()
+            self._metrics_server = None
 
     async def shutdown(self) -> None:
         """Ordered and bounded: stop taking work, trip everything with
@@ -170,6 +188,7 @@ class Daemon:
             await asyncio.sleep(0.01)
         await server.stop(grace=1.0)
         self._server = None
+        self._stop_metrics()
         for address in self.config.listen:
             if address.unix_path is not None:
                 with contextlib.suppress(FileNotFoundError):

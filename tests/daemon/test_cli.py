@@ -215,3 +215,35 @@ def test_demo_runs_a_real_daemon_and_reports_latency() -> None:
     assert "gone" in result.stdout
     assert "20 interrupts over the unix socket" in result.stdout
     assert lines[-1] == "daemon stopped (exit 0)"
+
+
+def test_metrics_listen_serves_prometheus_text(tmp_short: Path) -> None:
+    import socket
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    daemon = start_daemon(tmp_short, "--metrics-listen", f"127.0.0.1:{port}")
+    try:
+        run_cli("begin", "--address", daemon.address)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+            text = response.read().decode()
+        assert 'interrupt_sidecar_build_info{version="' in text
+        assert "interrupt_sidecar_active_executions 1.0" in text
+        assert "interrupt_sidecar_attached_streams 0.0" in text
+    finally:
+        assert daemon.stop() == 0
+
+
+def test_a_taken_metrics_port_fails_the_start_with_exit_3(tmp_short: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_cli("serve", "--listen", f"unix://{tmp_short}/s.sock", "--metrics-listen", f"127.0.0.1:{port}")
+    assert result.returncode == 3
+    assert "cannot serve metrics" in result.stderr
+    assert "Traceback" not in result.stderr
