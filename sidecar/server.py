@@ -208,8 +208,17 @@ def _prepare_unix_socket(path: Path) -> None:
     refusing to start when a live daemon still answers on it."""
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        parent = path.parent.stat()
     except OSError as err:
         raise StartupError(f"cannot create {path.parent}: {err}") from err
+    # Someone else's directory that others may write to (and without the sticky
+    # bit, so they may also replace our socket) would let them hijack the socket.
+    shared_writable = parent.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not parent.st_mode & stat.S_ISVTX
+    if parent.st_uid != os.getuid() and shared_writable:
+        raise StartupError(
+            f"{path.parent} belongs to uid {parent.st_uid} and others can write to it; "
+            "choose a socket directory you own"
+        )
     if not path.exists() and not path.is_symlink():
         return
     if not stat.S_ISSOCK(path.lstat().st_mode):

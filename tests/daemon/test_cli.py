@@ -247,3 +247,14 @@ def test_a_taken_metrics_port_fails_the_start_with_exit_3(tmp_short: Path) -> No
     assert result.returncode == 3
     assert "cannot serve metrics" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to give the directory to another uid")
+def test_a_socket_directory_others_control_is_refused(tmp_short: Path) -> None:
+    shared = tmp_short / "shared"
+    shared.mkdir()
+    os.chown(shared, 12345, 12345)
+    shared.chmod(0o777)
+    result = run_cli("serve", "--listen", f"unix://{shared}/s.sock")
+    assert result.returncode == 3
+    assert "choose a socket directory you own" in result.stderr
