@@ -32,6 +32,21 @@ class ProcessGroupSpec:
 TerminatorSpec = CallbackSpec | ProcessGroupSpec
 
 
+def ensure_behavior_allows(tool: ToolRun, spec: TerminatorSpec) -> None:
+    """Raise FailedPrecondition when ``tool``'s behaviour may not register ``spec``."""
+    if isinstance(spec, ProcessGroupSpec):
+        if not tool.behavior.may_register_process_groups:
+            raise FailedPrecondition(
+                f"{tool.label} declared {tool.behavior.name}: only EXTERNALLY_TERMINATED tools "
+                "may register process-group terminators"
+            )
+    elif not tool.behavior.may_register_callbacks:
+        raise FailedPrecondition(
+            f"{tool.label} declared {tool.behavior.name}: only THREAD_INTERRUPT and "
+            "EXTERNALLY_TERMINATED tools may register terminators"
+        )
+
+
 @dataclass(slots=True, eq=False)
 class Terminator:
     tool: ToolRun
@@ -242,17 +257,7 @@ class Execution:
         Raises FailedPrecondition when the tool's behaviour does not allow it or
         its run has closed, AlreadyExists for a live duplicate id.
         """
-        if isinstance(spec, ProcessGroupSpec):
-            if not tool.behavior.may_register_process_groups:
-                raise FailedPrecondition(
-                    f"{tool.label} declared {tool.behavior.name}: only EXTERNALLY_TERMINATED tools "
-                    "may register process-group terminators"
-                )
-        elif not tool.behavior.may_register_callbacks:
-            raise FailedPrecondition(
-                f"{tool.label} declared {tool.behavior.name}: only THREAD_INTERRUPT and "
-                "EXTERNALLY_TERMINATED tools may register terminators"
-            )
+        ensure_behavior_allows(tool, spec)
         with self._lock:
             if tool.closed:
                 raise FailedPrecondition(

@@ -22,7 +22,7 @@ from interrupt.v1 import interrupt_pb2 as pb
 from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 from sidecar.domain.coordinator import Coordinator
-from sidecar.domain.execution import CallbackSpec, ProcessGroupSpec, TerminatorSpec, ToolRun
+from sidecar.domain.execution import CallbackSpec, ProcessGroupSpec, TerminatorSpec, ToolRun, ensure_behavior_allows
 from sidecar.domain.types import Instant, Trip
 from sidecar.errors import FailedPrecondition, Internal, InvalidArgument, ResourceExhausted, SidecarError
 from sidecar.osedge.process_groups import ProcessGroups
@@ -288,10 +288,8 @@ class ToolChannelService(pb_grpc.ToolChannelServiceServicer):
                 else None
             )
             spec = ProcessGroupSpec(group.pgid, self._groups.validate_signal(group.signal), kill_after)
-            if not tool.behavior.may_register_process_groups:
-                # Checked by the domain too; checked first here so a tool that may
-                # not register groups is not told anything about a pgid.
-                tool.execution.register(tool, terminator_id, spec)
+            # Before pinning: a tool that may not register groups learns nothing about a pgid.
+            ensure_behavior_allows(tool, spec)
             identity = self._groups.pin(group.pgid)
         else:
             raise InvalidArgument("register_terminator needs a kind: callback or process_group")
