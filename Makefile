@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 BUF    := tools/node_modules/.bin/buf
 
-.PHONY: demo serve test install install-test protos check-protos lint typecheck pytest clean
+.PHONY: demo serve test install install-test protos check-protos lint typecheck clients pytest clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,10 +52,15 @@ lint: install-test
 typecheck: install-test
 	$(BIN)/mypy
 
+# Go, TypeScript, Java and Rust clients and their conformance drivers, each by its own
+# toolchain; a missing toolchain is reported as skipped (an error in CI).
+clients: install-test
+	$(BIN)/python scripts/build_clients.py --check
+
 pytest: install-test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-test: check-protos lint typecheck pytest
+test: check-protos lint typecheck clients pytest
 
 clean:
 	rm -rf $(VENV) tools/node_modules .mypy_cache .pytest_cache .ruff_cache

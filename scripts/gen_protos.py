@@ -12,47 +12,31 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import importlib
+import os
 import shutil
-import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PROTO_ROOT = ROOT / "protos"
-PYTHON_OUT = ROOT / "clients" / "python" / "gen"
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from protogen import LANGUAGES, ToolchainMissing  # noqa: E402
 
 
-def _protos() -> list[str]:
-    return sorted(str(p.relative_to(PROTO_ROOT)) for p in PROTO_ROOT.rglob("*.proto"))
-
-
-def generate_python(out: Path) -> None:
-    """Python messages, gRPC stubs and their typing stubs (.pyi) into ``out``."""
-    import grpc_tools  # the pinned grpcio-tools carries protoc and the well-known types
-
-    well_known = Path(grpc_tools.__file__).parent / "_proto"
-    # mypy-protobuf's plugins are console scripts installed beside this interpreter.
-    bindir = Path(sys.executable).parent
-    out.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "grpc_tools.protoc",
-        f"-I{PROTO_ROOT}",
-        f"-I{well_known}",
-        f"--python_out={out}",
-        f"--grpc_python_out={out}",
-        f"--plugin=protoc-gen-mypy={bindir / 'protoc-gen-mypy'}",
-        f"--plugin=protoc-gen-mypy_grpc={bindir / 'protoc-gen-mypy_grpc'}",
-        f"--mypy_out={out}",
-        f"--mypy_grpc_out={out}",
-        *_protos(),
-    ]
-    subprocess.run(cmd, check=True, cwd=PROTO_ROOT)
-
-
-GENERATORS = {PYTHON_OUT: generate_python}
+def _generators() -> list[tuple[str, Path, Callable[[Path], None]]]:
+    found = []
+    for name in LANGUAGES:
+        try:
+            module = importlib.import_module(f"protogen.{name}")
+        except ModuleNotFoundError as missing:
+            if missing.name == f"protogen.{name}":
+                continue  # that language has no generated code (yet)
+            raise
+        found.append((name, module.TARGET, module.generate))
+    return found
 
 
 def _diff(expected: Path, actual: Path) -> list[str]:
@@ -73,25 +57,37 @@ def _diff(expected: Path, actual: Path) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="fail when committed generated code drifts")
+    parser.add_argument("languages", nargs="*", help="only these languages (default: all)")
     args = parser.parse_args()
+    # CI sets this so a missing toolchain fails the check instead of skipping a language.
+    require_all = os.environ.get("INTERRUPT_SIDECAR_REQUIRE_ALL_LANGUAGES") == "1"
     failed = False
-    for target, generate in GENERATORS.items():
-        if args.check:
-            with tempfile.TemporaryDirectory() as tmp:
-                fresh = Path(tmp) / "out"
-                generate(fresh)
-                if not target.exists():
-                    problems = [f"{target.relative_to(ROOT)} does not exist"]
-                else:
-                    problems = _diff(fresh, target)
-            for problem in problems:
-                print(f"drift: {target.relative_to(ROOT)}/{problem}", file=sys.stderr)
-            failed |= bool(problems)
-        else:
-            if target.exists():
-                shutil.rmtree(target)
-            generate(target)
-            print(f"generated {target.relative_to(ROOT)}")
+    for name, target, generate in _generators():
+        if args.languages and name not in args.languages:
+            continue
+        try:
+            if args.check:
+                with tempfile.TemporaryDirectory() as tmp:
+                    fresh = Path(tmp) / "out"
+                    generate(fresh)
+                    if not target.exists():
+                        problems = [f"{target.relative_to(ROOT)} does not exist"]
+                    else:
+                        problems = _diff(fresh, target)
+                for problem in problems:
+                    print(f"drift: {target.relative_to(ROOT)}/{problem}", file=sys.stderr)
+                failed |= bool(problems)
+            else:
+                with tempfile.TemporaryDirectory() as tmp:
+                    fresh = Path(tmp) / "out"
+                    generate(fresh)
+                    if target.exists():
+                        shutil.rmtree(target)
+                    shutil.copytree(fresh, target)
+                print(f"generated {target.relative_to(ROOT)} ({name})")
+        except ToolchainMissing as missing:
+            print(f"skipped {name}: {missing}", file=sys.stderr)
+            failed |= require_all
     if failed:
         print("generated code drifted from protos/: run `make protos` and commit the result", file=sys.stderr)
         return 1
