@@ -30,6 +30,16 @@ $(BUF): tools/package.json tools/package-lock.json
 
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test $(BUF)
+install-test: build/tools/.helm-version
+
+# Helm for the chart tests (tests/helm), built once from the Go module proxy.
+build/tools/.helm-version: scripts/ensure_helm.sh
+	bash scripts/ensure_helm.sh
+
+# Prometheus and promtool (Debian's package) for tests/observability; a no-op once installed.
+install-test: ensure-prometheus
+ensure-prometheus:
+	sh scripts/ensure_prometheus.sh
 
 demo: install
 	$(BIN)/interrupt-sidecar demo

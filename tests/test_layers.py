@@ -15,12 +15,16 @@ ALLOWED = {
     "osedge": set(),
     "runtime": {"domain", "osedge"},
     "services": {"domain", "osedge", "runtime"},
+    # The Prometheus observer implements the runtime's TripObserver port.
+    "metrics": {"domain", "runtime"},
 }
 # Third-party modules a layer must never import.
 FORBIDDEN_EXTERNAL = {
     "domain": {"grpc", "interrupt", "asyncio", "os", "subprocess", "signal", "google"},
     "osedge": {"grpc", "interrupt", "google"},
-    "runtime": {"grpc", "interrupt", "google"},
+    "runtime": {"grpc", "interrupt", "google", "prometheus_client"},
+    "services": {"prometheus_client"},
+    "metrics": {"grpc", "interrupt", "google"},
 }
 
 
@@ -42,3 +46,24 @@ def test_layer_imports_point_down(layer: str) -> None:
             if parts[0] == "sidecar" and len(parts) > 1 and parts[1] not in (layer, "errors"):
                 assert parts[1] in ALLOWED[layer], f"{path.name} ({layer}) imports {name}"
             assert parts[0] not in FORBIDDEN_EXTERNAL.get(layer, set()), f"{path.name} ({layer}) imports {name}"
+
+
+# `interrupt-sidecar run` (sidecar/wrapper) is a top layer and a *client* of the daemon:
+# it reaches the daemon over gRPC with the Python client, never through its internals.
+WRAPPER_ALLOWED = {"wrapper", "config", "errors"}
+DAEMON_LAYERS = ("domain", "osedge", "runtime", "services", "metrics")
+
+
+def test_the_wrapper_is_a_client_of_the_daemon() -> None:
+    for path in sorted((SIDECAR / "wrapper").glob("*.py")):
+        for name in imports_of(path):
+            parts = name.split(".")
+            if parts[0] == "sidecar" and len(parts) > 1:
+                assert parts[1] in WRAPPER_ALLOWED, f"wrapper/{path.name} imports daemon internals: {name}"
+
+
+@pytest.mark.parametrize("layer", DAEMON_LAYERS)
+def test_the_daemon_does_not_use_the_client_or_the_wrapper(layer: str) -> None:
+    for path in sorted((SIDECAR / layer).glob("*.py")):
+        for name in imports_of(path):
+            assert not name.startswith(("interrupt_sidecar_client", "sidecar.wrapper")), f"{layer}/{path.name}: {name}"

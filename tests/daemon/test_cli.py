@@ -229,9 +229,9 @@ def test_metrics_listen_serves_prometheus_text(tmp_short: Path) -> None:
         run_cli("begin", "--address", daemon.address)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
             text = response.read().decode()
-        assert 'interrupt_sidecar_build_info{version="' in text
+        assert 'interrupt_sidecar_build_info{python="' in text and 'version="' in text
         assert "interrupt_sidecar_active_executions 1.0" in text
-        assert "interrupt_sidecar_attached_streams 0.0" in text
+        assert 'interrupt_sidecar_attached_streams{behavior="COOPERATIVE"} 0.0' in text
     finally:
         assert daemon.stop() == 0
 
