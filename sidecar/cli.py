@@ -61,6 +61,17 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="allow plaintext TCP on non-loopback addresses (anyone who can connect can interrupt and kill)",
     )
     p.add_argument("--shutdown-timeout", metavar="DURATION", help="bound on the SIGTERM sequence (default 10s)")
+    p.add_argument(
+        "--allow-uid",
+        action="append",
+        metavar="UID",
+        help="also accept process groups whose members run as UID (repeatable; the daemon's own uid always)",
+    )
+    p.add_argument(
+        "--holder-grace",
+        metavar="DURATION",
+        help="after a restart, how long a held execution without a lease waits for its holder (default 10s)",
+    )
     p.add_argument("--log-level", metavar="LEVEL", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
     p.set_defaults(func=_serve)
 
@@ -77,6 +88,8 @@ def _serve(args: argparse.Namespace) -> int:
             shutdown_timeout=args.shutdown_timeout,
             log_level=args.log_level,
             env=os.environ,
+            allow_uids=args.allow_uid,
+            holder_grace=args.holder_grace,
         )
     except ConfigError as err:
         print(f"interrupt-sidecar serve: {err}", file=sys.stderr)
@@ -232,8 +245,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve(sub)
     _add_client(sub)
     from sidecar.demo import add_demo
+    from sidecar.top import add_top
+    from sidecar.wrapper import add_run
 
     add_demo(sub)
+    add_run(sub)
+    add_top(sub)
     return parser
 
 

@@ -111,6 +111,10 @@ class ServeConfig:
     allow_insecure_tcp: bool = False
     shutdown_timeout_ns: int = 10_000_000_000
     log_level: str = "INFO"
+    #: Extra uids whose process groups tools may hand over (the daemon's own uid always may).
+    allow_uids: frozenset[int] = frozenset()
+    #: After a restart, how long a held execution without a lease waits for its holder.
+    holder_grace_ns: int = 10_000_000_000
 
 
 def build_serve_config(
@@ -124,6 +128,8 @@ def build_serve_config(
     shutdown_timeout: str | None,
     log_level: str | None,
     env: Mapping[str, str],
+    allow_uids: list[str] | None = None,
+    holder_grace: str | None = None,
 ) -> ServeConfig:
     """Resolve each setting: flag, else ``INTERRUPT_SIDECAR_*`` variable, else default.
     Refuses values and combinations the daemon cannot run with."""
@@ -168,7 +174,20 @@ def build_serve_config(
     level = pick(log_level, "LOG_LEVEL", "INFO").upper()
     if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise ConfigError(f"--log-level {level!r}: choose DEBUG, INFO, WARNING or ERROR")
+    uid_texts = allow_uids if allow_uids else [u for u in env.get(ENV_PREFIX + "ALLOW_UID", "").split(",") if u.strip()]
+    uids: set[int] = set()
+    for text in uid_texts:
+        try:
+            uid = int(text.strip())
+        except ValueError:
+            raise ConfigError(f"--allow-uid {text!r}: a numeric uid, e.g. 1000") from None
+        if uid < 0:
+            raise ConfigError(f"--allow-uid {text!r}: uids are >= 0")
+        uids.add(uid)
+    holder_grace_ns = parse_duration(pick(holder_grace, "HOLDER_GRACE", "10s"), "--holder-grace")
     return ServeConfig(
+        holder_grace_ns=holder_grace_ns,
+        allow_uids=frozenset(uids),
         listen=addresses,
         metrics_listen=metrics,
         state_dir=state_path,

@@ -13,6 +13,11 @@ class SidecarError(Exception):
     #: Name of the ``grpc.StatusCode`` member this error maps to.
     status_name = "UNKNOWN"
 
+    def __init__(self, message: str = "", *, cause: str | None = None) -> None:
+        super().__init__(message)
+        #: A bounded, machine-readable why (e.g. the process-group refusal rule), for metrics.
+        self.cause = cause
+
 
 class InvalidArgument(SidecarError):
     """The request is malformed: a field is missing, out of range or too large."""

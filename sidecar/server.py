@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
 import os
 import signal
 import socket
 import stat
 import sys
-from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from wsgiref.simple_server import WSGIServer
 
@@ -20,16 +19,17 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from interrupt.v1 import interrupt_pb2 as pb
 from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
-from prometheus_client import CollectorRegistry, start_http_server
-from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
-from prometheus_client.registry import Collector
+from prometheus_client import CollectorRegistry, disable_created_metrics, start_http_server
 
-from sidecar import __version__
 from sidecar.config import ListenAddress, ServeConfig
 from sidecar.domain.coordinator import Coordinator
 from sidecar.domain.types import InterruptReason, SystemClock
 from sidecar.errors import SidecarError, Unavailable
+from sidecar.metrics import PrometheusObserver
+from sidecar.osedge.journal import Journal, JournalError
 from sidecar.osedge.process_groups import ProcessGroups
+from sidecar.runtime.observer import NOOP_OBSERVER, TripObserver
+from sidecar.runtime.recovery import recover
 from sidecar.runtime.trip_path import TripPath
 from sidecar.runtime.watch import WatchHub
 from sidecar.services.coordinator import CoordinatorService
@@ -43,12 +43,16 @@ SERVICE_NAMES = (
 )
 
 # Dead peers must be noticed: gRPC's default server keepalive is two hours.
+# A crashed local peer closes its socket at once; keepalive is for the peer that vanished
+# without closing (a partitioned network, a frozen VM): a ping every 4 s answered within
+# 5 s bounds its detection below 10 s, which in turn bounds how long a lost holder goes
+# unnoticed. Clients ping every 5 s at most (min_recv_ping_interval below lets them).
 GRPC_OPTIONS: list[tuple[str, int]] = [
     ("grpc.max_receive_message_length", 64 * 1024),
-    ("grpc.keepalive_time_ms", 20_000),
-    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.keepalive_time_ms", 4_000),
+    ("grpc.keepalive_timeout_ms", 5_000),
     ("grpc.keepalive_permit_without_calls", 1),
-    ("grpc.http2.min_recv_ping_interval_without_data_ms", 5_000),
+    ("grpc.http2.min_recv_ping_interval_without_data_ms", 4_000),
     ("grpc.http2.max_pings_without_data", 0),
 ]
 
@@ -59,47 +63,37 @@ class StartupError(SidecarError):
     status_name = "FAILED_PRECONDITION"
 
 
-@dataclass(eq=False)  # registries key collectors by identity
-class _StatusCollector(Collector):
-    coordinator: Coordinator
-
-    def collect(self) -> Iterable[GaugeMetricFamily | InfoMetricFamily]:
-        yield InfoMetricFamily("interrupt_sidecar_build", "Build of the daemon.", value={"version": __version__})
-        executions = self.coordinator.list()
-        yield GaugeMetricFamily(
-            "interrupt_sidecar_active_executions", "Executions begun and not yet ended.", value=len(executions)
-        )
-        yield GaugeMetricFamily(
-            "interrupt_sidecar_attached_streams",
-            "Tool streams attached now.",
-            value=sum(e.attached_tools for e in executions),
-        )
-
-
 class Daemon:
     """The running daemon: domain, runtime and services wired to a gRPC server."""
 
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
         self.clock = SystemClock()
-        self.process_groups = ProcessGroups()
+        self.process_groups = ProcessGroups(allowed_uids=frozenset({os.getuid(), *config.allow_uids}))
         self.hub = WatchHub(self.clock)
-        self.trip_path = TripPath(self.clock, self.process_groups, self.hub)
+        # Metrics off means no registry at all: the trip path then calls a no-op.
+        if config.metrics_listen is not None:
+            # Prometheus 2.x stores each counter's _created sample as a series of its
+            # own: it would double the series for nothing a query here uses.
+            disable_created_metrics()  # type: ignore[no-untyped-call]
+        self.metrics: PrometheusObserver | None = (
+            PrometheusObserver(CollectorRegistry()) if config.metrics_listen is not None else None
+        )
+        observer: TripObserver = self.metrics if self.metrics is not None else NOOP_OBSERVER
+        self.trip_path = TripPath(self.clock, self.process_groups, self.hub, observer)
         self.coordinator = Coordinator(self.trip_path, self.clock, default_grace_ns=config.grace_ns)
         self.health = health.aio.HealthServicer()
         self.addresses: list[str] = []
         self._server: grpc.aio.Server | None = None
         self._tool_channel = ToolChannelService(self.coordinator, self.trip_path, self.hub, self.process_groups)
         self._metrics_server: WSGIServer | None = None
+        self._state_lock: int | None = None
 
     async def start(self) -> None:
         """Bind every listener and start serving. Raises StartupError, having
         released whatever it had bound."""
         if self.config.state_dir is not None:
-            try:
-                self.config.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            except OSError as err:
-                raise StartupError(f"cannot create --state-dir {self.config.state_dir}: {err}") from err
+            self._open_journal(self.config.state_dir)
         # Metrics first: a taken port then fails the start before gRPC serves anything.
         if self.config.metrics_listen is not None:
             self._start_metrics(self.config.metrics_listen)
@@ -115,8 +109,15 @@ class Daemon:
                 self.addresses.append(self._bind(server, address))
         except StartupError:
             self._stop_metrics()
+            self._close_journal()
             await server.stop(None)
             raise
+        if self.trip_path.journal is not None:
+            # After the binds (no other daemon answers here) and under the state-dir lock
+            # (no other daemon owns this journal), before any RPC can be served.
+            recover(
+                self.coordinator, self.trip_path, self.trip_path.journal, holder_grace_ns=self.config.holder_grace_ns
+            )
         await server.start()
         self._server = server
         for address in self.config.listen:
@@ -125,6 +126,37 @@ class Daemon:
                 os.chmod(address.unix_path, stat.S_IRUSR | stat.S_IWUSR)
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        if self.metrics is not None:
+            self.metrics.set_serving(True)
+
+    def _open_journal(self, state_dir: Path) -> None:
+        """Create the state dir (owner-only), take its lock, open the journal."""
+        try:
+            state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            lock = os.open(state_dir / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as err:
+            raise StartupError(f"cannot use --state-dir {state_dir}: {err}") from err
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(lock)
+            raise StartupError(
+                f"--state-dir {state_dir} is in use by another running daemon; give each daemon its own"
+            ) from None
+        self._state_lock = lock
+        try:
+            self.trip_path.journal = Journal(state_dir / "journal.sqlite3")
+        except JournalError as err:
+            self._close_journal()
+            raise StartupError(str(err)) from err
+
+    def _close_journal(self) -> None:
+        if self.trip_path.journal is not None:
+            self.trip_path.journal.close()
+            self.trip_path.journal = None
+        if self._state_lock is not None:
+            os.close(self._state_lock)  # releases the flock
+            self._state_lock = None
 
     def _bind(self, server: grpc.aio.Server, address: ListenAddress) -> str:
         if address.unix_path is not None:
@@ -146,10 +178,9 @@ class Daemon:
         return address.grpc_target(port)
 
     def _start_metrics(self, address: ListenAddress) -> None:
-        registry = CollectorRegistry()
-        registry.register(_StatusCollector(self.coordinator))
+        assert self.metrics is not None
         try:
-            self._metrics_server, _ = start_http_server(address.port, addr=address.host, registry=registry)
+            self._metrics_server, _ = start_http_server(address.port, addr=address.host, registry=self.metrics.registry)
         except OSError as err:
             raise StartupError(f"cannot serve metrics on {address.grpc_target()}: {err}") from err
 
@@ -167,6 +198,8 @@ class Daemon:
         if server is None:
             return
         await self.health.enter_graceful_shutdown()
+        if self.metrics is not None:
+            self.metrics.set_serving(False)
         outcomes = self.coordinator.interrupt_all(InterruptReason.SYSTEM_SHUTDOWN, "the sidecar is shutting down")
         log.info("shutdown: tripped %d execution(s)", sum(o.tripped for o in outcomes))
         budget_s = self.config.shutdown_timeout_ns / 1e9
@@ -193,6 +226,7 @@ class Daemon:
             if address.unix_path is not None:
                 with contextlib.suppress(FileNotFoundError):
                     address.unix_path.unlink()
+        self._close_journal()
         log.info("shutdown: done")
 
     def _tools_unwinding(self) -> bool:

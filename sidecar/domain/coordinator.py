@@ -11,7 +11,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from sidecar.domain.execution import Execution, ExecutionEffects, ExecutionLimits
-from sidecar.domain.types import Clock, InterruptReason
+from sidecar.domain.types import Clock, Instant, InterruptReason
 from sidecar.errors import (
     AlreadyExists,
     FailedPrecondition,
@@ -87,6 +87,18 @@ class Coordinator:
         """Create an execution with a fresh signal. Returns it and its attach token."""
         token_id = secrets.token_hex(8)
         secret = secrets.token_urlsafe(32)
+        execution = self._create(spec, token_id, _digest(secret), begun_wall_ns=None)
+        return execution, f"{TOKEN_PREFIX}.{token_id}.{secret}"
+
+    def restore(self, spec: ExecutionSpec, token_id: str, token_digest: bytes, begun_wall_ns: int) -> Execution:
+        """Re-create an execution from the journal after a restart, with its id, its token
+        (tools reattach with the token they hold) and its original begin time (a budget
+        keeps running from there; a lease starts afresh)."""
+        return self._create(spec, token_id, token_digest, begun_wall_ns=begun_wall_ns)
+
+    def _create(
+        self, spec: ExecutionSpec, token_id: str, token_digest: bytes, *, begun_wall_ns: int | None
+    ) -> Execution:
         with self._lock:
             if len(self._live) >= self._limits.max_live_executions:
                 raise ResourceExhausted(
@@ -116,12 +128,17 @@ class Coordinator:
                 effects=self._effects,
                 limits=self._limits.execution,
             )
+            execution.token_id = token_id
+            execution.token_digest = token_digest
+            if begun_wall_ns is not None:
+                now = execution.begun_at
+                execution.begun_at = Instant(now.mono_ns - max(0, now.wall_ns - begun_wall_ns), begun_wall_ns)
             self._live[execution_id] = execution
             if spec.context_id:
                 self._by_context.setdefault(spec.context_id, {})[execution_id] = execution
             if parent is not None:
                 self._children.setdefault(parent.execution_id, {})[execution_id] = execution
-            self._tokens[token_id] = (_digest(secret), execution)
+            self._tokens[token_id] = (token_digest, execution)
             self._token_of[execution_id] = token_id
         self._effects.begun(execution)
         if parent is not None:
@@ -129,7 +146,7 @@ class Coordinator:
             # concurrently either sees the child in _children or this listener
             # runs at once; either way the child trips exactly once.
             parent.signal.on_cancel(lambda trip: self._cascade(execution, trip.detail))
-        return execution, f"{TOKEN_PREFIX}.{token_id}.{secret}"
+        return execution
 
     def _cascade(self, child: Execution, detail: str) -> None:
         if not child.ended:

@@ -167,6 +167,15 @@ class Execution:
         # a registration runs at once instead of waiting for a trip that is past.
         self._terminators_fired = False
         self.grace_overruns = 0
+        #: Open WatchExecution(hold=true) streams. When the last one goes while the
+        #: execution is live and untripped, its holder (the agent) is lost.
+        self.holders = 0
+        #: True once any holder held it: a held execution restored after a restart
+        #: must see its holder come back.
+        self.held = False
+        #: The attach token's id and secret digest (set by the coordinator; journaled).
+        self.token_id = ""
+        self.token_digest = b""
 
     # -- state ---------------------------------------------------------------
 
@@ -193,14 +202,15 @@ class Execution:
 
     # -- the trip ------------------------------------------------------------
 
-    def trip(self, reason: InterruptReason, detail: str) -> tuple[bool, Trip]:
+    def trip(self, reason: InterruptReason, detail: str, at: Instant | None = None) -> tuple[bool, Trip]:
         """Trip the signal; only the first call has any effect.
 
         Order on the winning call: the signal's own listeners, then the effects'
         ``tripped`` (cancel messages to tools), then terminators in registration
-        order. Returns (tripped by this call, the effective trip).
+        order. Returns (tripped by this call, the effective trip). ``at`` backdates
+        the trip (a trip restored from the journal keeps its original moment).
         """
-        won, trip = self.signal.trip(reason, detail, self._clock.now())
+        won, trip = self.signal.trip(reason, detail, at if at is not None else self._clock.now())
         if not won:
             return False, trip
         self._effects.tripped(self, trip)
@@ -351,6 +361,23 @@ class Execution:
                 for t in self._terminators.values()
                 if isinstance(t.spec, ProcessGroupSpec) and (tool is None or t.tool is tool)
             ]
+
+    # -- holders -------------------------------------------------------------
+
+    def hold(self) -> None:
+        """A holder's stream opened. Refused once the execution has ended."""
+        with self._lock:
+            if self.ended:
+                raise FailedPrecondition(f"execution {self.execution_id!r} has ended; there is nothing to hold")
+            self.holders += 1
+            self.held = True
+
+    def release(self) -> bool:
+        """A holder's stream closed. True when that was the last holder of a live,
+        untripped execution: its holder is lost and the caller trips it."""
+        with self._lock:
+            self.holders -= 1
+            return self.holders == 0 and not self.ended and not self.signal.cancelled
 
     # -- lease and end -------------------------------------------------------
 

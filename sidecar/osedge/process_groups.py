@@ -1,30 +1,52 @@
-"""The OS edge for process groups: validate, pin, signal, and watch them go.
+"""The OS edge for process groups: refuse what a tool does not own, pin identities, and kill
+whole trees — including descendants that left the group — until nothing is left.
 
-This is the basic form: ownership checks on the pgid, the group's leader pinned
-by its start time, and a re-check before every signal so a recycled PID never
-gets a signal meant for the group that was registered.
+Safety rules (DESIGN.md §4), each refusal carrying a bounded ``cause`` for the metric:
+
+* ``invalid_pgid``: pgid <= 1 (0 and negatives mean "my group"/"everything" to kill(2));
+* ``own_group``: the daemon's own group, or a group the daemon is a member of;
+* ``init_group``: the group of PID 1 of the daemon's PID namespace;
+* ``not_found``: no live member (a group is pinned by what is running now);
+* ``foreign_uid``: a member runs as a uid outside the allowed set;
+* ``identity_changed``: before a signal, the pgid names another group than the one pinned.
+
+Identity. At registration the group's leader is pinned by ``(pid, start time)`` and its
+session. Before every group signal the leader is re-read: a live leader with another start
+time, or a leader where the pinned group had none, means the pgid was recycled (PID reuse)
+and nothing is sent. While any member lives the kernel keeps the pgid reserved, so a group
+without its leader is still the registered one.
+
+Trees. ``setsid()``/``setpgid()`` take a process out of the group, so a group signal misses
+it. A :class:`ProcessTree` therefore also follows the parent chain in ``/proc`` from every
+member and signals each escaped descendant individually, through a pidfd pinned to its
+``(pid, start)``, rescanning on every pass so descendants forked meanwhile are caught too.
 """
 
 from __future__ import annotations
 
 import os
 import signal as signal_module
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 
-from sidecar.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from sidecar.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied, SidecarError
+from sidecar.osedge import procfs
 
-PROC = Path("/proc")
 _VALID_SIGNALS = frozenset(int(s) for s in signal_module.valid_signals())
+#: Signals after which a stopped process could not act without SIGCONT (systemd does the same).
+_NO_CONT_AFTER = frozenset({int(signal_module.SIGKILL), int(signal_module.SIGCONT), int(signal_module.SIGSTOP)})
+
+
+def _refusal(kind: type[SidecarError], cause: str, message: str) -> SidecarError:
+    # ``cause`` is what the refusal metric is labelled with (runtime.observer.refusal_cause).
+    return kind(message, cause=cause)
 
 
 @dataclass(frozen=True, slots=True)
 class GroupIdentity:
     """What a process group was at registration.
 
-    ``leader_start`` is the leader's start time in clock ticks since boot
-    (``/proc/PID/stat`` field 22), or None when the leader had already exited
-    and only members kept the group alive.
+    ``leader_start`` is the leader's start time in clock ticks since boot, or None when the
+    leader had already exited and only members kept the group alive.
     """
 
     pgid: int
@@ -32,39 +54,78 @@ class GroupIdentity:
     session: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class _Stat:
-    pid: int
-    state: str
-    pgrp: int
-    session: int
-    start: int
-    uid: int
+@dataclass(slots=True)
+class TreeStatus:
+    """What one pass over a tree found and did."""
+
+    #: Live members of the group itself.
+    members: int = 0
+    #: Live descendants outside the group (setsid/setpgid children), tracked by (pid, start).
+    escaped: int = 0
+    #: Processes signalled in this pass (group members count as one killpg).
+    signalled: int = 0
+
+    @property
+    def alive(self) -> bool:
+        return bool(self.members or self.escaped)
 
 
-def _read_stat(pid: int) -> _Stat | None:
-    try:
-        raw = (PROC / str(pid) / "stat").read_bytes()
-        uid = (PROC / str(pid)).stat().st_uid
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    # comm (field 2) may contain spaces and parentheses: split after the last ')'.
-    rest = raw[raw.rfind(b")") + 2 :].split()
-    return _Stat(pid=pid, state=rest[0].decode(), pgrp=int(rest[2]), session=int(rest[3]), start=int(rest[19]), uid=uid)
+@dataclass(eq=False)
+class ProcessTree:
+    """A registered group and every descendant seen below it, killed as one.
 
+    Descendants are remembered by ``(pid, start)`` once seen, so one whose parent died
+    (re-parented to init) is still killed on the next pass.
+    """
 
-def _members(pgid: int) -> list[_Stat]:
-    members = []
-    for entry in os.scandir(PROC):
-        if entry.name.isdigit():
-            stat = _read_stat(int(entry.name))
-            if stat is not None and stat.pgrp == pgid:
-                members.append(stat)
-    return members
+    identity: GroupIdentity
+    allowed_uids: frozenset[int]
+    #: Escaped descendants seen so far: pid -> start time.
+    escaped: dict[int, int] = field(default_factory=dict)
+
+    def _survey(self) -> tuple[list[procfs.ProcStat], list[procfs.ProcStat], bool]:
+        """(live members, live escaped descendants, whether the pgid is still the pinned group)."""
+        processes = procfs.scan()
+        members = procfs.group_members(processes, self.identity.pgid)
+        same = ProcessGroups.still_same(self.identity)
+        # A recycled pgid's members are a stranger's: never root the descendant search there.
+        roots = [m.pid for m in members] if same else []
+        roots += [pid for pid in self.escaped if pid in processes]
+        for child in procfs.descendants(processes, roots):
+            # A descendant running as another uid (a setuid program) is not the tool's to kill.
+            if child.pgrp != self.identity.pgid and child.uid in self.allowed_uids:
+                self.escaped.setdefault(child.pid, child.start)
+        live_escaped = []
+        for pid, start in list(self.escaped.items()):
+            now = processes.get(pid)
+            if now is None or now.start != start or now.zombie:
+                del self.escaped[pid]
+            else:
+                live_escaped.append(now)
+        return (members if same else []), live_escaped, same
+
+    def status(self) -> TreeStatus:
+        """Rescan: what of the tree is still alive (newly forked descendants are tracked)."""
+        members, escaped, _ = self._survey()
+        return TreeStatus(members=len(members), escaped=len(escaped))
+
+    def pidfds(self) -> list[int]:
+        """Open pidfds of every live process of the tree (the caller closes them).
+
+        Readable when the process exits: waiting on them observes the tree's end without
+        polling. Empty when the kernel has no pidfds.
+        """
+        members, escaped, _ = self._survey()
+        fds = []
+        for process in (*members, *escaped):
+            fd = procfs.open_pidfd(process.pid, process.start)
+            if fd is not None:
+                fds.append(fd)
+        return fds
 
 
 class ProcessGroups:
-    """Validates and signals process groups on behalf of tools."""
+    """Validates, pins and signals process groups on behalf of tools."""
 
     def __init__(self, *, allowed_uids: frozenset[int] | None = None) -> None:
         self._own_pgid = os.getpgid(0)
@@ -73,7 +134,8 @@ class ProcessGroups:
             self._init_pgid: int | None = os.getpgid(1)
         except (ProcessLookupError, PermissionError):
             self._init_pgid = None
-        self._allowed_uids = allowed_uids if allowed_uids is not None else frozenset({os.getuid()})
+        #: Who a registered group's members may run as (``--allow-uid``; default: the daemon's uid).
+        self.allowed_uids = allowed_uids if allowed_uids is not None else frozenset({os.getuid()})
 
     @staticmethod
     def validate_signal(signum: int) -> int:
@@ -85,29 +147,42 @@ class ProcessGroups:
         return signum
 
     def pin(self, pgid: int) -> GroupIdentity:
-        """Check a group may be registered and pin its identity.
-
-        Refuses pgid <= 1, the daemon's own group, the group of the PID
-        namespace's init, a group with no live member and a group with a member
-        running as a uid outside the allowed set.
-        """
+        """Check a group may be registered and pin its identity (see the module docstring)."""
         if pgid <= 1:
-            raise InvalidArgument(f"process_group.pgid must be a process group id > 1, got {pgid}")
+            raise _refusal(
+                InvalidArgument, "invalid_pgid", f"process_group.pgid must be a process group id > 1, got {pgid}"
+            )
         if pgid == self._own_pgid:
-            raise PermissionDenied(f"process group {pgid} is the daemon's own group; refusing to register it")
+            raise _refusal(
+                PermissionDenied,
+                "own_group",
+                f"process group {pgid} is the daemon's own group; refusing to register it",
+            )
         if pgid == self._init_pgid:
-            raise PermissionDenied(f"process group {pgid} is the group of PID 1; refusing to register it")
-        members = [m for m in _members(pgid) if m.state != "Z"]
+            raise _refusal(
+                PermissionDenied,
+                "init_group",
+                f"process group {pgid} is the group of PID 1 of this PID namespace; refusing to register it",
+            )
+        members = procfs.group_members(procfs.scan(), pgid)
         if not members:
-            raise NotFound(f"process group {pgid} has no live process; start the process before registering it")
-        foreign = sorted({m.uid for m in members} - self._allowed_uids)
+            raise _refusal(
+                NotFound,
+                "not_found",
+                f"process group {pgid} has no live process; start the process before registering it",
+            )
+        foreign = sorted({m.uid for m in members} - self.allowed_uids)
         if foreign:
-            raise PermissionDenied(
+            raise _refusal(
+                PermissionDenied,
+                "foreign_uid",
                 f"process group {pgid} has members running as uid {foreign[0]}, outside the allowed uids "
-                f"{sorted(self._allowed_uids)}"
+                f"{sorted(self.allowed_uids)} (the daemon's --allow-uid)",
             )
         if any(m.pid == self._own_pid for m in members):
-            raise PermissionDenied(f"process group {pgid} contains the daemon; refusing to register it")
+            raise _refusal(
+                PermissionDenied, "own_group", f"process group {pgid} contains the daemon; refusing to register it"
+            )
         leader = next((m for m in members if m.pid == pgid), None)
         return GroupIdentity(
             pgid=pgid,
@@ -115,31 +190,52 @@ class ProcessGroups:
             session=leader.session if leader else members[0].session,
         )
 
-    def still_same(self, identity: GroupIdentity) -> bool:
+    def tree(self, identity: GroupIdentity) -> ProcessTree:
+        """The killable tree of a pinned group."""
+        return ProcessTree(identity, self.allowed_uids)
+
+    @staticmethod
+    def still_same(identity: GroupIdentity) -> bool:
         """False when the group's pgid now names another group (PID reuse)."""
-        leader = _read_stat(identity.pgid)
-        if leader is not None and leader.pgrp == identity.pgid:
-            # A live leader must be the one pinned. When none was pinned the
-            # leader had exited, so a leader now is a new process with a reused PID.
+        leader = procfs.read_stat(identity.pgid)
+        if leader is not None and leader.pgrp == identity.pgid and not leader.zombie:
+            # A live leader must be the one pinned. When none was pinned the leader had
+            # exited, so a leader now is a new process with a reused PID.
             return identity.leader_start is not None and leader.start == identity.leader_start
-        # No leader: while any member lives the kernel keeps the pgid reserved,
-        # so the surviving members belong to the registered group.
+        # No leader: while any member lives the kernel keeps the pgid reserved, so the
+        # surviving members belong to the registered group.
         return True
 
-    def send(self, identity: GroupIdentity, signum: int) -> bool:
-        """Signal the whole group, and SIGCONT it so a stopped member can act on
-        a polite signal. Returns False when the group was gone or changed."""
-        if not self.still_same(identity):
-            raise FailedPrecondition(
-                f"process group {identity.pgid} is no longer the group that was registered (PID reuse); not signalled"
+    def signal_tree(self, tree: ProcessTree, signum: int) -> TreeStatus:
+        """Send ``signum`` (then SIGCONT, so a stopped process can act on it) to the group
+        and to every escaped descendant. Raises ``FailedPrecondition`` (cause
+        ``identity_changed``) and sends nothing to the group when its pgid was recycled."""
+        identity = tree.identity
+        members, escaped, same = tree._survey()
+        status = TreeStatus(members=len(members), escaped=len(escaped))
+        # Escaped descendants are pinned one by one, so they are signalled even when the
+        # group's pgid was recycled.
+        for process in escaped:
+            if procfs.signal_process(process.pid, process.start, signum):
+                status.signalled += 1
+                if signum not in _NO_CONT_AFTER:
+                    procfs.signal_process(process.pid, process.start, int(signal_module.SIGCONT))
+        if not same:
+            raise _refusal(
+                FailedPrecondition,
+                "identity_changed",
+                f"process group {identity.pgid} is no longer the group that was registered "
+                "(its PID was reused); not signalled",
             )
-        try:
-            os.killpg(identity.pgid, signum)
-            if signum not in (signal_module.SIGKILL, signal_module.SIGCONT, signal_module.SIGSTOP):
-                os.killpg(identity.pgid, signal_module.SIGCONT)
-        except ProcessLookupError:
-            return False
-        return True
+        if members:
+            try:
+                os.killpg(identity.pgid, signum)
+                if signum not in _NO_CONT_AFTER:
+                    os.killpg(identity.pgid, signal_module.SIGCONT)
+                status.signalled += 1
+            except ProcessLookupError:
+                status.members = 0
+        return status
 
     @staticmethod
     def alive(pgid: int) -> bool:
@@ -150,4 +246,4 @@ class ProcessGroups:
             return False
         except PermissionError:
             return True
-        return any(m.state != "Z" for m in _members(pgid))
+        return bool(procfs.group_members(procfs.scan(), pgid))

@@ -23,7 +23,9 @@ Everything here runs on the daemon's single event-loop thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 import signal as signal_module
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,14 +33,19 @@ from dataclasses import dataclass, field
 from sidecar.domain.execution import CallbackSpec, Execution, ProcessGroupSpec, Terminator, ToolRun
 from sidecar.domain.types import Clock, Instant, InterruptReason, Trip
 from sidecar.errors import SidecarError
-from sidecar.osedge.process_groups import GroupIdentity, ProcessGroups
+from sidecar.osedge.journal import Journal, JournaledGroup
+from sidecar.osedge.process_groups import GroupIdentity, ProcessGroups, ProcessTree
 from sidecar.runtime import events
+from sidecar.runtime.observer import NOOP_OBSERVER, TripObserver, refusal_cause
 from sidecar.runtime.watch import WatchHub
 
 log = logging.getLogger(__name__)
 
 #: How long after SIGKILL a group may take to disappear before it is reported as a failure.
 _GONE_TIMEOUT_S = 10.0
+#: While waiting for a tree to go, rescan /proc at least this often: a member may fork or a
+#: descendant may escape the group, and those have no pidfd yet.
+_RESCAN_S = 0.05
 
 
 @dataclass(eq=False)
@@ -46,8 +53,10 @@ class _KillJob:
     execution_id: str
     terminator: Terminator
     identity: GroupIdentity
+    tree: ProcessTree
     signalled_at: Instant
     trip_at: Instant
+    reason: InterruptReason
     escalation: asyncio.TimerHandle | None = None
     escalated: bool = False
 
@@ -57,16 +66,28 @@ class _Timers:
     budget: asyncio.TimerHandle | None = None
     lease: asyncio.TimerHandle | None = None
     grace: asyncio.TimerHandle | None = None
+    holder: asyncio.TimerHandle | None = None
     kills: set[_KillJob] = field(default_factory=set)
 
 
 class TripPath:
     """The ``ExecutionEffects`` of the running daemon."""
 
-    def __init__(self, clock: Clock, process_groups: ProcessGroups, hub: WatchHub) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        process_groups: ProcessGroups,
+        hub: WatchHub,
+        observer: TripObserver = NOOP_OBSERVER,
+        journal: Journal | None = None,
+    ) -> None:
         self._clock = clock
         self._groups = process_groups
         self._hub = hub
+        #: Where the facts a restart needs are written (``--state-dir``); None: not kept.
+        self.journal = journal
+        #: Where observations go (metrics); the services report through it too.
+        self.observer = observer
         self._timers: dict[str, _Timers] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -84,6 +105,23 @@ class TripPath:
     # -- ExecutionEffects ----------------------------------------------------
 
     def begun(self, execution: Execution) -> None:
+        if self.journal is not None:
+            self.journal.begun(
+                execution.execution_id,
+                {
+                    "parent_execution_id": execution.parent_execution_id,
+                    "context_id": execution.context_id,
+                    "grace_ns": execution.grace_ns,
+                    "budget_ns": execution.budget_ns,
+                    "lease_ttl_ns": execution.lease_ttl_ns,
+                    "labels": execution.labels,
+                },
+                execution.token_id,
+                execution.token_digest,
+                execution.begun_at.wall_ns,
+                held=execution.held,
+            )
+        self.observer.execution_begun()
         timers = self._timers.setdefault(execution.execution_id, _Timers())
         if execution.budget_ns:
             budget_s = execution.budget_ns / 1e9
@@ -100,16 +138,17 @@ class TripPath:
         if deadline is None or execution.ended or execution.signal.cancelled:
             return
         if self._clock.now().mono_ns >= deadline.mono_ns:
+            self.observer.lease_lost()
             execution.trip(InterruptReason.LEASE_LOST, "the execution's lease was not renewed in time")
         else:  # renewed since the timer was armed
             self._timers[execution.execution_id].lease = self._call_at(deadline, lambda: self._check_lease(execution))
 
     def tripped(self, execution: Execution, trip: Trip) -> None:
         timers = self._timers.setdefault(execution.execution_id, _Timers())
-        for handle in (timers.budget, timers.lease):
+        for handle in (timers.budget, timers.lease, timers.holder):
             if handle is not None:
                 handle.cancel()
-        timers.budget = timers.lease = None
+        timers.budget = timers.lease = timers.holder = None
         deadline = trip.at.plus(execution.grace_ns)
         self._hub.publish(execution.execution_id, events.Tripped(trip.reason, trip.detail, trip.at, deadline))
         # Fan out: each put is a non-blocking append to the tool's own outbox.
@@ -119,16 +158,24 @@ class TripPath:
                 tool.sink.send_cancel(trip, deadline)
         if not execution.ended:
             timers.grace = self._call_at(deadline, lambda: self._grace_check(execution))
+        # Journaled and observed after the fan-out, so neither delays a cancel. The
+        # process-group kills (run_terminator, next) come after this write: a crash
+        # between the two still finds the trip, and the restart kills the groups.
+        if self.journal is not None:
+            self.journal.tripped(execution.execution_id, int(trip.reason), trip.detail, trip.at.wall_ns)
+        self.observer.tripped(trip.reason)
 
     def run_terminator(self, terminator: Terminator, trip: Trip) -> None:
         tool = terminator.tool
         if isinstance(terminator.spec, CallbackSpec):
             if not tool.detached and tool.sink is not None:
                 tool.sink.send_run_terminator(terminator.terminator_id)
+                self.observer.terminator_run("callback")
             return
         self._start_kill(terminator, terminator.spec, trip)
 
     def tool_attached(self, tool: ToolRun) -> None:
+        self.observer.tool_attached(tool.behavior)
         self._hub.publish(
             tool.execution.execution_id,
             events.ToolAttached(tool.tool_id, tool.tool_name, tool.tool_call_id, tool.behavior, tool.pid),
@@ -142,12 +189,73 @@ class TripPath:
             self._call_at(deadline, lambda: self._grace_check(execution))
 
     def tool_unwound(self, tool: ToolRun, latency_ns: int | None) -> None:
+        execution = tool.execution
         self._hub.publish(
-            tool.execution.execution_id,
+            execution.execution_id,
             events.ToolUnwound(tool.tool_id, tool.tool_name, tool.outcome, tool.behavior, latency_ns),
         )
+        trip = execution.trip_info
+        if latency_ns is not None and trip is not None:
+            self.observer.tool_unwound(trip.reason, tool.behavior, latency_ns, execution.execution_id)
+        if self.journal is not None:
+            # An unwound tool's process groups are no longer the daemon's to kill.
+            self.journal.group_dropped(execution.execution_id, tool.tool_id)
+
+    # -- what the services report beyond the domain's effects -----------------
+
+    def group_registering(self, tool: ToolRun, terminator_id: str, spec: ProcessGroupSpec, identity: object) -> None:
+        """A process group is about to be registered: journal it first (write-ahead), with
+        the identity pinned for it, so a crash right after still has it killed."""
+        if self.journal is None or not isinstance(identity, GroupIdentity):
+            return
+        self.journal.group_registered(
+            tool.execution.execution_id,
+            JournaledGroup(
+                tool.tool_id,
+                terminator_id,
+                identity.pgid,
+                identity.leader_start,
+                identity.session,
+                spec.signal,
+                spec.kill_after_ns,
+            ),
+        )
+
+    def group_unregistered(self, tool: ToolRun, terminator_id: str) -> None:
+        if self.journal is not None:
+            self.journal.group_dropped(tool.execution.execution_id, tool.tool_id, terminator_id)
+
+    def holder_gained(self, execution: Execution) -> None:
+        """A WatchExecution(hold=true) stream opened on ``execution``."""
+        if self.journal is not None:
+            self.journal.held(execution.execution_id)
+        timers = self._timers.get(execution.execution_id)
+        if timers is not None and timers.holder is not None:
+            timers.holder.cancel()
+            timers.holder = None
+
+    def holder_lost(self, execution: Execution, detail: str) -> None:
+        """The last holder of a live, untripped execution went away: trip it."""
+        if execution.ended or execution.signal.cancelled:
+            return
+        self.observer.holder_lost()
+        execution.trip(InterruptReason.HOLDER_LOST, detail)
+
+    def expect_holder(self, execution: Execution, within_ns: int) -> None:
+        """After a restart: a held execution trips with HOLDER_LOST unless a holder
+        comes back within ``within_ns``."""
+
+        def check() -> None:
+            if execution.holders == 0:
+                self.holder_lost(
+                    execution, f"its holder did not come back within {within_ns / 1e9:g}s of the daemon's restart"
+                )
+
+        timers = self._timers.setdefault(execution.execution_id, _Timers())
+        timers.holder = self._call_at(self._clock.now().plus(within_ns), check)
 
     def tool_detached(self, tool: ToolRun) -> None:
+        self.observer.tool_detached(tool.behavior)
         self._hub.publish(
             tool.execution.execution_id,
             events.ToolDetached(tool.tool_id, tool.tool_name, tool.unwound_at is not None),
@@ -156,10 +264,13 @@ class TripPath:
     def ended(self, execution: Execution) -> None:
         timers = self._timers.get(execution.execution_id)
         if timers is not None:
-            for handle in (timers.budget, timers.lease, timers.grace):
+            for handle in (timers.budget, timers.lease, timers.grace, timers.holder):
                 if handle is not None:
                     handle.cancel()
         assert execution.ended_at is not None
+        if self.journal is not None:
+            self.journal.ended(execution.execution_id)
+        self.observer.execution_ended()
         self._hub.publish(execution.execution_id, events.Ended(execution.ended_at))
         self._maybe_done(execution.execution_id)
 
@@ -169,7 +280,10 @@ class TripPath:
         if execution.ended:
             return
         now = self._clock.now()
+        trip = execution.trip_info
         for tool in execution.overrun_tools(now):
+            if trip is not None:
+                self.observer.grace_overrun(trip.reason, tool.behavior)
             log.warning(
                 "%s of execution %s overran its grace of %.3fs",
                 tool.label,
@@ -198,19 +312,26 @@ class TripPath:
         execution_id = terminator.tool.execution.execution_id
         identity = terminator.identity
         assert isinstance(identity, GroupIdentity)
+        tree = self._groups.tree(identity)
         try:
-            sent = self._groups.send(identity, spec.signal)
-        except (SidecarError, OSError) as err:
+            sent = self._groups.signal_tree(tree, spec.signal).alive
+        except SidecarError as err:
+            self.observer.process_group_refused(refusal_cause(err))
+            self._publish_failure(execution_id, terminator, str(err))
+            return
+        except OSError as err:
             self._publish_failure(execution_id, terminator, str(err))
             return
         now = self._clock.now()
+        self.observer.terminator_run("process_group")
+        self.observer.process_group_signalled(trip.reason)
         self._hub.publish(
             execution_id,
             events.ProcessGroupSignalled(
                 terminator.tool.tool_id, terminator.terminator_id, spec.pgid, spec.signal, False
             ),
         )
-        job = _KillJob(execution_id, terminator, identity, now, trip.at)
+        job = _KillJob(execution_id, terminator, identity, tree, now, trip.at, trip.reason)
         if not sent:
             self._publish_gone(job)
             return
@@ -222,15 +343,20 @@ class TripPath:
         task.add_done_callback(self._tasks.discard)
 
     def _escalate(self, job: _KillJob) -> None:
-        if job.escalated or not self._groups.alive(job.identity.pgid):
+        if job.escalated or not job.tree.status().alive:
             return
         job.escalated = True
         terminator = job.terminator
         try:
-            self._groups.send(job.identity, int(signal_module.SIGKILL))
-        except (SidecarError, OSError) as err:
+            self._groups.signal_tree(job.tree, int(signal_module.SIGKILL))
+        except SidecarError as err:
+            self.observer.process_group_refused(refusal_cause(err))
             self._publish_failure(job.execution_id, terminator, str(err))
             return
+        except OSError as err:
+            self._publish_failure(job.execution_id, terminator, str(err))
+            return
+        self.observer.escalated(job.reason)
         log.warning("process group %d did not exit in time; sent SIGKILL", job.identity.pgid)
         self._hub.publish(
             job.execution_id,
@@ -240,24 +366,52 @@ class TripPath:
         )
 
     async def _await_gone(self, job: _KillJob) -> None:
-        # Basic form: poll with backoff. (pidfds make this event-driven later.)
+        # Every live process of the tree has a pidfd, readable when it exits: wait for all
+        # of them, then rescan /proc (a member may have forked, a child may have escaped the
+        # group). After the escalation every pass SIGKILLs what the rescan finds, so a fork
+        # loop cannot outrun the kill. Without pidfds (old kernels) this polls with backoff.
         delay = 0.001
         give_up_at: float | None = None
-        while self._groups.alive(job.identity.pgid):
-            if job.escalated and give_up_at is None:
-                give_up_at = self.loop.time() + _GONE_TIMEOUT_S
-            if give_up_at is not None and self.loop.time() >= give_up_at:
-                self._publish_failure(
-                    job.execution_id,
-                    job.terminator,
-                    f"process group {job.identity.pgid} survived SIGKILL for {_GONE_TIMEOUT_S:g}s",
-                )
-                self._finish(job)
-                return
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.05)
+        while True:
+            status = job.tree.status()
+            if not status.alive:
+                break
+            if job.escalated:
+                if give_up_at is None:
+                    give_up_at = self.loop.time() + _GONE_TIMEOUT_S
+                elif self.loop.time() >= give_up_at:
+                    self._publish_failure(
+                        job.execution_id,
+                        job.terminator,
+                        f"process group {job.identity.pgid} or a descendant survived SIGKILL for {_GONE_TIMEOUT_S:g}s",
+                    )
+                    self._finish(job)
+                    return
+                with contextlib.suppress(SidecarError, OSError):
+                    self._groups.signal_tree(job.tree, int(signal_module.SIGKILL))
+            fds = job.tree.pidfds()
+            if fds:
+                await self._wait_readable(fds, _RESCAN_S)
+            else:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _RESCAN_S)
         self._publish_gone(job)
         self._finish(job)
+
+    async def _wait_readable(self, fds: list[int], timeout: float) -> None:
+        """Wait until every fd is readable (each process exited) or ``timeout``; closes them."""
+        loop = self.loop
+        pending: list[asyncio.Future[None]] = []
+        try:
+            for fd in fds:
+                exited: asyncio.Future[None] = loop.create_future()
+                loop.add_reader(fd, _settle, exited)
+                pending.append(exited)
+            await asyncio.wait(pending, timeout=timeout)
+        finally:
+            for fd in fds:
+                loop.remove_reader(fd)
+                os.close(fd)
 
     def _publish_gone(self, job: _KillJob) -> None:
         latency = max(0, self._clock.now().mono_ns - job.trip_at.mono_ns)
@@ -266,9 +420,11 @@ class TripPath:
             job.execution_id,
             events.ProcessGroupGone(terminator.tool.tool_id, terminator.terminator_id, job.identity.pgid, latency),
         )
+        self.observer.process_tree_gone(job.reason, latency, job.escalated, job.execution_id)
 
     def _publish_failure(self, execution_id: str, terminator: Terminator, message: str) -> None:
         log.error("terminator %s of %s failed: %s", terminator.terminator_id, terminator.tool.label, message)
+        self.observer.terminator_failed("process_group")
         self._hub.publish(
             execution_id, events.TerminatorFailed(terminator.tool.tool_id, terminator.terminator_id, message)
         )
@@ -288,6 +444,8 @@ class TripPath:
         if timers is None or not timers.kills:
             self._timers.pop(execution_id, None)
             self._hub.close(execution_id)
+            if self.journal is not None:
+                self.journal.forget(execution_id)
 
     def done(self, execution: Execution) -> bool:
         """True when no event of this execution can follow."""
@@ -305,3 +463,8 @@ class TripPath:
         while self.kills_in_flight and self.loop.time() < deadline:
             await asyncio.sleep(0.01)
         return not self.kills_in_flight
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

@@ -35,6 +35,7 @@ def execution(e: Execution) -> pb.Execution:
         labels=e.labels,
         attached_tools=e.attached_tools,
         grace_overruns=e.grace_overruns,
+        holders=e.holders,
     )
     trip = e.trip_info
     if trip is not None:

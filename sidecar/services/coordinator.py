@@ -7,7 +7,8 @@ from interrupt.v1 import interrupt_pb2 as pb
 from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 from sidecar.domain.coordinator import Coordinator, ExecutionSpec, InterruptOutcome
-from sidecar.errors import InvalidArgument, SidecarError
+from sidecar.domain.types import InterruptReason
+from sidecar.errors import FailedPrecondition, InvalidArgument, NotFound, SidecarError
 from sidecar.runtime.trip_path import TripPath
 from sidecar.runtime.watch import WatcherOverflow, WatchHub
 from sidecar.services import convert
@@ -57,18 +58,34 @@ class CoordinatorService(pb_grpc.CoordinatorServiceServicer):
         outcomes: list[InterruptOutcome]
         if target == "execution_id":
             execution_id = v.identifier(request.execution_id, "execution_id", required=True)
-            outcomes = [self._coordinator.interrupt_execution(execution_id, reason, detail)]
+            try:
+                outcomes = [self._coordinator.interrupt_execution(execution_id, reason, detail)]
+            except NotFound:
+                self._trip_path.observer.interrupt_requested(reason, "not_found")
+                raise
+            except FailedPrecondition:
+                self._trip_path.observer.interrupt_requested(reason, "ended")
+                raise
         elif target == "context_id":
             context_id = v.identifier(request.context_id, "context_id", required=True)
             outcomes = self._coordinator.interrupt_context(context_id, reason, detail)
+            if not outcomes:
+                self._trip_path.observer.interrupt_requested(reason, "not_found")
         else:
             raise InvalidArgument("name a target: execution_id or context_id")
+        self._observe(reason, outcomes)
         return pb.InterruptResponse(
             outcomes=[
                 pb.InterruptOutcome(execution_id=o.execution_id, tripped=o.tripped, reason=int(o.reason))  # type: ignore[arg-type]
                 for o in outcomes
             ]
         )
+
+    def _observe(self, reason: InterruptReason, outcomes: list[InterruptOutcome]) -> None:
+        observer = self._trip_path.observer
+        for outcome in outcomes:
+            # The request's reason, not the effective one: this counts what callers asked.
+            observer.interrupt_requested(reason, "tripped" if outcome.tripped else "already_tripped")
 
     @maps_errors
     async def EndExecution(self, request: pb.EndExecutionRequest, context: Context) -> pb.EndExecutionResponse:
@@ -98,9 +115,13 @@ class CoordinatorService(pb_grpc.CoordinatorServiceServicer):
     async def WatchExecution(self, request: pb.WatchExecutionRequest, context: Context) -> None:  # type: ignore[override]
         try:
             execution_id = v.identifier(request.execution_id, "execution_id", required=True)
-            execution = self._coordinator.get(execution_id)
+            execution = self._coordinator.live(execution_id) if request.hold else self._coordinator.get(execution_id)
+            if request.hold:
+                execution.hold()
         except SidecarError as err:
             await abort(context, err)
+        if request.hold:
+            self._trip_path.holder_gained(execution)
         # Snapshot and subscription are taken together on the loop thread, so
         # the watcher sees every event after the snapshot and none twice.
         subscription = self._hub.subscribe(execution_id, done=self._trip_path.done(execution))
@@ -118,3 +139,8 @@ class CoordinatorService(pb_grpc.CoordinatorServiceServicer):
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{err}; watch again to resume from a snapshot")
         finally:
             self._hub.unsubscribe(subscription)
+            # However the stream ended — the agent crashed, its connection died (keepalive),
+            # it cancelled the call — a holder that leaves a live, untripped execution
+            # behind has lost it. (An ended execution ends the watch first: no trip.)
+            if request.hold and execution.release():
+                self._trip_path.holder_lost(execution, "the holder's WatchExecution stream ended")

@@ -14,6 +14,7 @@ import contextlib
 import itertools
 import logging
 import os
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
 
@@ -27,6 +28,7 @@ from sidecar.domain.types import Instant, Trip
 from sidecar.errors import FailedPrecondition, Internal, InvalidArgument, ResourceExhausted, SidecarError
 from sidecar.osedge.process_groups import ProcessGroups
 from sidecar.runtime import events
+from sidecar.runtime.observer import NOOP_OBSERVER, TripObserver, refusal_cause
 from sidecar.runtime.trip_path import TripPath
 from sidecar.runtime.watch import WatchHub
 from sidecar.services import convert
@@ -44,7 +46,7 @@ HELLO_TIMEOUT_S = 30.0
 class AttachSession:
     """One Attach stream's state and outbox; the ``ToolSink`` of its tool."""
 
-    def __init__(self, capacity: int = OUTBOX_CAPACITY) -> None:
+    def __init__(self, capacity: int = OUTBOX_CAPACITY, observer: TripObserver = NOOP_OBSERVER) -> None:
         self._outbox: deque[pb.SidecarMessage] = deque()
         self._capacity = capacity
         self._wake = asyncio.Event()
@@ -53,6 +55,11 @@ class AttachSession:
         self.fatal: SidecarError | None = None
         self.reader_done = False
         self._cancel_sent = False
+        self._observer = observer
+        # The cancel message and its trip, so the writer can time the delivery
+        # once the cancel is actually written (not when it is queued).
+        self._cancel_message: pb.SidecarMessage | None = None
+        self._cancel_trip: Trip | None = None
 
     # -- ToolSink --------------------------------------------------------------
 
@@ -61,16 +68,16 @@ class AttachSession:
         if self._cancel_sent:
             return
         self._cancel_sent = True
-        self.push(
-            pb.SidecarMessage(
-                cancel=pb.Cancel(
-                    reason=int(trip.reason),  # type: ignore[arg-type]
-                    detail=trip.detail,
-                    tripped_at=convert.timestamp(trip.at),
-                    grace_deadline=convert.timestamp(grace_deadline),
-                )
+        message = pb.SidecarMessage(
+            cancel=pb.Cancel(
+                reason=int(trip.reason),  # type: ignore[arg-type]
+                detail=trip.detail,
+                tripped_at=convert.timestamp(trip.at),
+                grace_deadline=convert.timestamp(grace_deadline),
             )
         )
+        self._cancel_message, self._cancel_trip = message, trip
+        self.push(message)
 
     def send_run_terminator(self, terminator_id: str) -> None:
         self.push(pb.SidecarMessage(run_terminator=pb.RunTerminator(terminator_id=terminator_id)))
@@ -108,6 +115,17 @@ class AttachSession:
         for message in held:
             self.push(message)
 
+    def _delivered(self) -> None:
+        """The cancel is written: observe trip (or late attach) → write."""
+        tool, trip = self.tool, self._cancel_trip
+        self._cancel_message = None
+        if tool is None or trip is None:
+            return
+        start = max(trip.at.mono_ns, tool.attached_at.mono_ns)
+        # Instants are CLOCK_MONOTONIC readings (SystemClock), so this compares like with like.
+        latency = max(0, time.monotonic_ns() - start)
+        self._observer.cancel_delivered(trip.reason, tool.behavior, latency, tool.execution.execution_id)
+
     def fail(self, err: SidecarError) -> None:
         if self.fatal is None:
             self.fatal = err
@@ -121,7 +139,10 @@ class AttachSession:
         """Write the outbox until the tool's side ends or the stream fails."""
         while True:
             while self._outbox and not (self.fatal is not None and self.fatal.status_name == "RESOURCE_EXHAUSTED"):
-                await context.write(self._outbox.popleft())
+                message = self._outbox.popleft()
+                await context.write(message)
+                if message is self._cancel_message:
+                    self._delivered()
             if self.fatal is not None:
                 await abort(context, self.fatal)
             if self.reader_done:
@@ -152,7 +173,7 @@ class ToolChannelService(pb_grpc.ToolChannelServiceServicer):
             session.fail(err)
 
     async def Attach(self, request_iterator: AsyncIterator[pb.ToolMessage], context: Context) -> None:  # type: ignore[override]
-        session = AttachSession()
+        session = AttachSession(observer=self._trip_path.observer)
         self._sessions.add(session)
         reader = asyncio.create_task(self._read(session, request_iterator))
         try:
@@ -245,6 +266,7 @@ class ToolChannelService(pb_grpc.ToolChannelServiceServicer):
                 terminator_id = message.unregister_terminator.terminator_id
                 v.identifier(terminator_id, "unregister_terminator.terminator_id", required=True)
                 tool.execution.unregister(tool, terminator_id)
+                self._trip_path.group_unregistered(tool, terminator_id)
                 session.push(
                     pb.SidecarMessage(terminator_unregistered=pb.TerminatorUnregistered(terminator_id=terminator_id))
                 )
@@ -256,6 +278,7 @@ class ToolChannelService(pb_grpc.ToolChannelServiceServicer):
                 result = message.terminator_result
                 v.identifier(result.terminator_id, "terminator_result.terminator_id", required=True)
                 if result.error:
+                    self._trip_path.observer.terminator_failed("callback")
                     self._hub.publish(
                         tool.execution.execution_id,
                         events.TerminatorFailed(tool.tool_id, result.terminator_id, v.detail(result.error, "error")),
@@ -290,9 +313,24 @@ class ToolChannelService(pb_grpc.ToolChannelServiceServicer):
             spec = ProcessGroupSpec(group.pgid, self._groups.validate_signal(group.signal), kill_after)
             # Before pinning: a tool that may not register groups learns nothing about a pgid.
             ensure_behavior_allows(tool, spec)
-            identity = self._groups.pin(group.pgid)
+            try:
+                identity = self._groups.pin(group.pgid)
+            except SidecarError as err:
+                self._trip_path.observer.process_group_refused(refusal_cause(err))
+                raise
         else:
             raise InvalidArgument("register_terminator needs a kind: callback or process_group")
         ack = pb.SidecarMessage(terminator_registered=pb.TerminatorRegistered(terminator_id=terminator_id))
+        # Write-ahead: the journal has the group before it can be killed. A duplicate id is
+        # refused by register() below and must not overwrite the journaled original.
+        journaled = isinstance(spec, ProcessGroupSpec) and terminator_id not in tool.terminators
+        if journaled:
+            assert isinstance(spec, ProcessGroupSpec)
+            self._trip_path.group_registering(tool, terminator_id, spec, identity)
         with session.acknowledging(ack):
-            tool.execution.register(tool, terminator_id, spec, identity)
+            try:
+                tool.execution.register(tool, terminator_id, spec, identity)
+            except SidecarError:
+                if journaled:
+                    self._trip_path.group_unregistered(tool, terminator_id)
+                raise

@@ -49,3 +49,14 @@ def resolve_tool(address: str | None, token: str | None) -> ToolConfig | None:
     if resolved_token is None:
         return None
     return ToolConfig(resolve_address(address), resolved_token)
+
+
+#: Channel options: ping an idle connection every 5 s and give up after 5 s more, so a
+#: daemon that vanished without closing the connection is noticed within ~10 s (the
+#: daemon allows pings this often). gRPC's default is two hours.
+CHANNEL_OPTIONS: tuple[tuple[str, int], ...] = (
+    ("grpc.keepalive_time_ms", 5_000),
+    ("grpc.keepalive_timeout_ms", 5_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+)

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import grpc
 from interrupt.v1 import interrupt_pb2, interrupt_pb2_grpc
 
-from interrupt_sidecar_client._config import resolve_address
+from interrupt_sidecar_client._config import CHANNEL_OPTIONS, resolve_address
 from interrupt_sidecar_client._errors import error_from_rpc
 from interrupt_sidecar_client._types import (
     BegunExecution,
@@ -52,7 +52,7 @@ class AsyncCoordinator:
 
     def _coordinator(self) -> interrupt_pb2_grpc.CoordinatorServiceAsyncStub:
         if self._stub is None:
-            self._channel = grpc.aio.insecure_channel(self._address)
+            self._channel = grpc.aio.insecure_channel(self._address, options=CHANNEL_OPTIONS)
             self._stub = interrupt_pb2_grpc.CoordinatorServiceStub(self._channel)
         assert self._stub is not None
         return self._stub
@@ -168,13 +168,18 @@ class AsyncCoordinator:
             raise error_from_rpc(error, "list executions") from None
         return [execution_from_pb(execution) for execution in response.executions]
 
-    async def watch(self, execution_id: str) -> AsyncGenerator[ExecutionEvent, None]:
+    async def watch(self, execution_id: str, *, hold: bool = False) -> AsyncGenerator[ExecutionEvent, None]:
         """Events of one execution: a snapshot first, then each event until it ends.
 
         ``async for event in coordinator.watch(id):`` — breaking out of the loop (or
-        ``aclose()``) cancels the watch.
+        ``aclose()``) cancels the watch. With ``hold=True`` the watch *holds* the
+        execution: if it ends while the execution is live and untripped (this process
+        died, its connection broke, or the watch was cancelled), the daemon trips the
+        execution with HOLDER_LOST and kills its tools' process groups.
         """
-        call = self._coordinator().WatchExecution(interrupt_pb2.WatchExecutionRequest(execution_id=execution_id))
+        call = self._coordinator().WatchExecution(
+            interrupt_pb2.WatchExecutionRequest(execution_id=execution_id, hold=hold)
+        )
         try:
             async for message in call:
                 yield event_from_pb(message)

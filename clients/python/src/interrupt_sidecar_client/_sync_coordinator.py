@@ -93,12 +93,13 @@ class Coordinator:
         """Live executions (and recently ended ones with ``include_ended``), optionally of one context."""
         return self._loop.run(self._core.list(context_id=context_id, include_ended=include_ended))
 
-    def watch(self, execution_id: str) -> Iterator[ExecutionEvent]:
+    def watch(self, execution_id: str, *, hold: bool = False) -> Iterator[ExecutionEvent]:
         """Events of one execution: a snapshot first, then each event until it ends.
 
         A generator: ``close()`` it (or break out of a ``for`` loop and drop it) to cancel.
+        ``hold=True``: see :meth:`AsyncCoordinator.watch` (HOLDER_LOST when it ends early).
         """
-        events = self._core.watch(execution_id)
+        events = self._core.watch(execution_id, hold=hold)
         try:
             while True:
                 event = self._loop.run(_next(events))

@@ -12,7 +12,7 @@ from typing import Any
 import grpc
 from interrupt.v1 import interrupt_pb2
 
-from interrupt_sidecar_client._config import resolve_tool
+from interrupt_sidecar_client._config import CHANNEL_OPTIONS, resolve_tool
 from interrupt_sidecar_client._errors import CancelledExecution
 from interrupt_sidecar_client._interrupt import InterruptScope, TaskInterrupter
 from interrupt_sidecar_client._registrar import AsyncTerminatorRegistrar, LocalBackend, TerminatorRunner, describe
@@ -215,7 +215,7 @@ async def open_run(
     if config is None:
         return _local_run(NOOP_SIGNAL, None, behavior, interrupt_worker)
 
-    channel = grpc.aio.insecure_channel(config.address)
+    channel = grpc.aio.insecure_channel(config.address, options=CHANNEL_OPTIONS)
     stream = ToolStream(channel, config.address, request_timeout=timeout)
     hello = interrupt_pb2.Hello(
         attach_token=config.token,

@@ -475,15 +475,24 @@ class WatchExecutionRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     EXECUTION_ID_FIELD_NUMBER: _builtins.int
+    HOLD_FIELD_NUMBER: _builtins.int
     execution_id: _builtins.str
+    hold: _builtins.bool
+    """Hold the execution with this stream: if the stream ends while the execution
+    is live and untripped (the agent crashed or lost its connection), the
+    execution trips with HOLDER_LOST and its tools' process groups are killed.
+    A held execution outlives a daemon restart only if a holder comes back
+    within its lease_ttl (or the daemon's --holder-grace).
+    """
     def __init__(
         self,
         *,
         execution_id: _builtins.str = ...,
+        hold: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["execution_id", b"execution_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["execution_id", b"execution_id", "hold", b"hold"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -531,6 +540,7 @@ class Execution(_message.Message):
     LABELS_FIELD_NUMBER: _builtins.int
     ATTACHED_TOOLS_FIELD_NUMBER: _builtins.int
     GRACE_OVERRUNS_FIELD_NUMBER: _builtins.int
+    HOLDERS_FIELD_NUMBER: _builtins.int
     execution_id: _builtins.str
     cancelled: _builtins.bool
     reason: Global___InterruptReason.ValueType
@@ -543,6 +553,8 @@ class Execution(_message.Message):
     """Tool streams attached now."""
     grace_overruns: _builtins.int
     """Tools that overran the grace after the trip."""
+    holders: _builtins.int
+    """WatchExecution streams holding the execution now."""
     @_builtins.property
     def tripped_at(self) -> _timestamp_pb2.Timestamp: ...
     @_builtins.property
@@ -576,10 +588,11 @@ class Execution(_message.Message):
         labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         attached_tools: _builtins.int = ...,
         grace_overruns: _builtins.int = ...,
+        holders: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["begun_at", b"begun_at", "budget", b"budget", "ended_at", b"ended_at", "grace", b"grace", "lease_ttl", b"lease_ttl", "tripped_at", b"tripped_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attached_tools", b"attached_tools", "begun_at", b"begun_at", "budget", b"budget", "cancelled", b"cancelled", "context_id", b"context_id", "detail", b"detail", "ended", b"ended", "ended_at", b"ended_at", "execution_id", b"execution_id", "grace", b"grace", "grace_overruns", b"grace_overruns", "labels", b"labels", "lease_ttl", b"lease_ttl", "parent_execution_id", b"parent_execution_id", "reason", b"reason", "tripped_at", b"tripped_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attached_tools", b"attached_tools", "begun_at", b"begun_at", "budget", b"budget", "cancelled", b"cancelled", "context_id", b"context_id", "detail", b"detail", "ended", b"ended", "ended_at", b"ended_at", "execution_id", b"execution_id", "grace", b"grace", "grace_overruns", b"grace_overruns", "holders", b"holders", "labels", b"labels", "lease_ttl", b"lease_ttl", "parent_execution_id", b"parent_execution_id", "reason", b"reason", "tripped_at", b"tripped_at"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
