@@ -1,0 +1,30 @@
+# syntax=docker/dockerfile:1
+# The interrupt-sidecar daemon image (also the example agent's: it carries the
+# Python client). Build from the repository root:
+#   docker build -t REGISTRY/interrupt-sidecar:0.1.0 .
+# The base is pinned to an exact tag, the interpreter the tests run on; pin its
+# digest too when you publish (docker buildx imagetools inspect python:3.11.7-slim-bookworm).
+
+# -- build: wheels for the daemon, the client and every dependency --------------
+FROM python:3.11.7-slim-bookworm AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+WORKDIR /src
+COPY clients/python/ clients/python/
+COPY pyproject.toml README.md ./
+COPY sidecar/ sidecar/
+RUN pip wheel --wheel-dir /wheels ./clients/python .
+
+# -- runtime ---------------------------------------------------------------------
+FROM python:3.11.7-slim-bookworm
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \
+    PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+# Installed from the wheels alone: nothing is fetched in this stage.
+RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
+    pip install --no-index --find-links=/wheels interrupt-sidecar interrupt-sidecar-client \
+ && groupadd --gid 65532 nonroot \
+ && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin nonroot
+# The chart runs every container of the pod as this uid: the daemon's socket is
+# owner-only, and it signals only process groups of its own uid.
+USER 65532:65532
+ENTRYPOINT ["interrupt-sidecar"]
+CMD ["serve"]

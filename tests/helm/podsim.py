@@ -1,0 +1,287 @@
+"""A pod, simulated: run inside a private PID (and network) namespace made by
+``unshare --pid --fork --mount-proc --net``. Not a test module: test_pod_simulation.py
+renders the chart, turns the sidecar's args and the agent's env into a spec, and
+runs ``python podsim.py pod SPEC`` as the namespace's PID 1.
+
+Three roles, each its own process, as the chart lays them out:
+
+``pod``    PID 1: the pause container (reaps orphans) and the kubelet (starts the
+           sidecar, runs its probe, starts the agent; at deletion SIGTERMs the
+           agent, waits, SIGTERMs the sidecar, waits out the grace, SIGKILLs).
+``agent``  begins an execution and hands its attach token to a tool process.
+``tool``   leads its own process group with a child ``sleep``, attaches
+           EXTERNALLY_TERMINATED, registers its group, and records the cancel.
+
+Everything the roles observe goes to JSON files in the spec's report directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import traceback
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+POLL_S = 0.005
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data))
+    tmp.replace(path)
+
+
+def _eventually(check: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(POLL_S)
+    return True
+
+
+# -- agent and tool ------------------------------------------------------------
+
+
+def agent(report: Path) -> None:
+    from interrupt_sidecar_client import Coordinator
+
+    with Coordinator() as coordinator:  # INTERRUPT_SIDECAR_ADDRESS, as the chart sets it
+        turn = coordinator.begin(context_id="podsim", grace=0.5)
+        tool = subprocess.Popen(
+            [sys.executable, __file__, "tool", str(report)],
+            env={**os.environ, **turn.tool_env()},
+            start_new_session=True,  # the tool leads a process group of its own
+        )
+        _write(report / "agent.json", {"execution_id": turn.execution_id, "tool_pid": tool.pid})
+        signal.pause()  # until the kubelet's SIGTERM (default action: exit)
+
+
+def tool(report: Path) -> None:
+    from interrupt_sidecar_client import InterruptBehavior, attach
+
+    terminated: list[float] = []
+    # Record the daemon's SIGTERM to the group instead of dying at once, so the
+    # cancel (sent before the group is signalled) can still be written down.
+    signal.signal(signal.SIGTERM, lambda *_: terminated.append(time.monotonic()))
+    with attach(behavior=InterruptBehavior.EXTERNALLY_TERMINATED, tool_name="podsim-tool") as run:
+        child = subprocess.Popen(["sleep", "300"])  # same group as the tool
+        run.registrar.register_process_group(os.getpgid(0), kill_after=0.5)
+        _write(report / "tool.json", {"pid": os.getpid(), "pgid": os.getpgid(0), "sleep_pid": child.pid})
+        cancelled = run.signal.event.wait(60)
+        _write(
+            report / "tool-cancel.json",
+            {
+                "cancelled": cancelled,
+                "reason": run.signal.reason.name if run.signal.reason is not None else None,
+                "detail": run.signal.detail,
+                "sigterm": bool(terminated),
+            },
+        )
+    child.wait()
+
+
+# -- the pod ---------------------------------------------------------------------
+
+
+class Pod:
+    """PID 1: spawns processes as the pod's uid and reaps every child, orphans included."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.report = Path(spec["report"])
+        self.exits: dict[int, tuple[int, float]] = {}  # pid → (status, monotonic time)
+        self.events: list[tuple[float, str]] = []
+        self.t0 = time.monotonic()
+
+    def log(self, what: str) -> None:
+        self.events.append((round(time.monotonic() - self.t0, 4), what))
+
+    def spawn(self, argv: list[str], env: dict[str, str], name: str) -> int:
+        out = open(self.report / f"{name}.out", "w")  # noqa: SIM115 - the child owns it
+        err = open(self.report / f"{name}.err", "w")  # noqa: SIM115
+        proc = subprocess.Popen(
+            argv,
+            env=env,
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            user=self.spec["uid"],
+            group=self.spec["gid"],
+            extra_groups=[],
+            cwd="/",
+        )
+        proc.returncode = 0  # reaped below with waitpid(-1), not by Popen
+        out.close()
+        err.close()
+        self.log(f"started {name} pid {proc.pid}")
+        return proc.pid
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            self.exits[pid] = (os.waitstatus_to_exitcode(status), time.monotonic())
+
+    def exited(self, pid: int) -> bool:
+        self.reap()
+        return pid in self.exits
+
+    def settled(self) -> bool:
+        """Every child reaped and nothing but PID 1 left."""
+        self.reap()
+        return not self.alive()
+
+    def wait(self, pid: int, timeout: float) -> bool:
+        return _eventually(lambda: self.exited(pid), timeout)
+
+    @staticmethod
+    def alive(pgid: int | None = None) -> list[dict[str, Any]]:
+        """Live (non-zombie) processes other than PID 1, optionally of one group."""
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or entry == "1":
+                continue
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            state, group = fields[0], int(fields[2])
+            if state in "ZX" or (pgid is not None and group != pgid):
+                continue
+            found.append({"pid": int(entry), "pgid": group, "state": state, "cmdline": cmdline})
+        return found
+
+    def expose_interpreter(self) -> None:
+        """The pod's uid must be able to run the interpreter, as in the image. When it
+        lives under a root-only directory (pyenv in /root), lay a world-readable tmpfs
+        over that directory in this private mount namespace and bind the interpreter's
+        tree back into it. The host's /root is not touched."""
+        real = Path(os.path.realpath(sys.executable))
+        for blocked in real.parents:
+            if blocked != Path("/") and not blocked.stat().st_mode & 0o001:
+                break
+        else:
+            return
+        child = real.relative_to(blocked).parts[0]
+        staging = self.report.parent / "interpreter"
+        staging.mkdir()
+        commands = [
+            ["mount", "--bind", str(blocked / child), str(staging)],
+            ["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", str(blocked)],
+            ["mkdir", str(blocked / child)],
+            ["mount", "--bind", str(staging), str(blocked / child)],
+        ]
+        for command in commands:
+            subprocess.run(command, check=True, timeout=10)
+        self.log(f"exposed {blocked / child} to the pod's uid")
+
+    def run(self) -> dict[str, Any]:
+        spec = self.spec
+        result: dict[str, Any] = {}
+        self.expose_interpreter()
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(["ip", "link", "set", "lo", "up"], check=True, timeout=5)
+        daemon = self.spawn(spec["daemon"]["argv"], spec["daemon"]["env"], "daemon")
+        ready = _eventually(
+            lambda: (self.report / "daemon.out").read_text().startswith("ready ") or self.exited(daemon), 20
+        )
+        result["daemon_ready_line"] = (self.report / "daemon.out").read_text().strip()
+        if not ready or self.exited(daemon):
+            return result
+        self.log("daemon ready")
+        # The kubelet's startup probe, exactly as the chart renders it.
+        as_pod = {"user": spec["uid"], "group": spec["gid"], "extra_groups": []}
+        probe = subprocess.run(spec["probe"], capture_output=True, text=True, timeout=15, check=False, **as_pod)
+        result["probe"] = {"returncode": probe.returncode, "stderr": probe.stderr[-2000:]}
+        self.log("startup probe done")
+        agent_pid = self.spawn(spec["agent"]["argv"], spec["agent"]["env"], "agent")
+        registered = _eventually(lambda: (self.report / "tool.json").exists() or self.exited(agent_pid), 20)
+        if not registered or self.exited(agent_pid):
+            result["error"] = "the tool never registered its process group"
+            return result
+        tool_info = json.loads((self.report / "tool.json").read_text())
+        pgid = tool_info["pgid"]
+        result["tool_group_before"] = self.alive(pgid)
+        self.log("tool registered")
+        if spec.get("metrics_port"):
+            url = f"http://127.0.0.1:{spec['metrics_port']}/metrics"
+            direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no proxy from the env
+            try:
+                result["metrics"] = direct.open(url, timeout=5).read().decode()
+            except OSError as err:
+                result["metrics"] = f"scrape failed: {err!r}"
+        # Pod deletion, the kubelet's way: a native sidecar is stopped after the main
+        # containers have exited; classic containers are all stopped at once.
+        start = time.monotonic()
+        os.kill(agent_pid, signal.SIGTERM)
+        self.log("SIGTERM agent")
+        if spec["mode"] == "native":
+            if not self.wait(agent_pid, spec["agent_shutdown_s"]):
+                os.kill(agent_pid, signal.SIGKILL)
+                self.wait(agent_pid, 5)
+            self.log("agent exited")
+        os.kill(daemon, signal.SIGTERM)
+        self.log("SIGTERM sidecar")
+        group_gone_at: float | None = None
+        deadline = start + spec["termination_grace_s"]
+        while time.monotonic() < deadline:
+            if group_gone_at is None and not self.alive(pgid):
+                group_gone_at = time.monotonic()
+                self.log("tool group gone")
+            if self.exited(daemon):
+                # At the instant the daemon is seen gone, nothing of the tool may live.
+                result["tool_group_at_daemon_exit"] = self.alive(pgid)
+                break
+            time.sleep(POLL_S)
+        else:
+            self.log("grace over: SIGKILL")
+        daemon_exit = self.exits.get(daemon)
+        result["daemon_exit_code"] = daemon_exit[0] if daemon_exit else None
+        self.log("sidecar exited" if daemon_exit else "sidecar still running")
+        result["group_gone_before_daemon_exit"] = (
+            group_gone_at is not None and daemon_exit is not None and group_gone_at <= daemon_exit[1]
+        )
+        result["shutdown_seconds"] = round((daemon_exit[1] if daemon_exit else time.monotonic()) - start, 3)
+        _eventually(self.settled, 1.0)
+        result["survivors"] = self.alive()  # what the kubelet's SIGKILL would have to take
+        for proc in result["survivors"]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc["pid"], signal.SIGKILL)
+        _eventually(self.settled, 5.0)
+        result["after_sigkill"] = self.alive()
+        return result
+
+
+def pod(spec_path: Path) -> None:
+    spec = json.loads(spec_path.read_text())
+    the_pod = Pod(spec)
+    try:
+        result = the_pod.run()
+    except Exception:
+        result = {"error": traceback.format_exc()}
+    finally:
+        for pid in [int(p["pid"]) for p in Pod.alive()]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    result["events"] = the_pod.events
+    _write(Path(spec["report"]) / "pod.json", result)
+
+
+if __name__ == "__main__":
+    role, arg = sys.argv[1], Path(sys.argv[2])
+    {"pod": pod, "agent": agent, "tool": tool}[role](arg)
