@@ -1,0 +1,371 @@
+package dev.interruptsidecar.client;
+
+import com.google.protobuf.Timestamp;
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
+import interrupt.v1.Interrupt;
+import interrupt.v1.ToolChannelServiceGrpc;
+import java.lang.System.Logger.Level;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
+
+/**
+ * The client end of one tool's {@code Attach} stream: the handshake, the reader, serialized
+ * writes, and the registrar's backend.
+ *
+ * <p>The reader (gRPC's callback thread) never runs tool code that could block it: a cancel
+ * trips the signal (whose listeners must be quick), a run_terminator goes to the {@link
+ * TerminatorRunner}, and answers complete futures. Writes are serialized by one lock (a gRPC
+ * call's request observer is not thread-safe).
+ */
+final class ToolStream implements Backend {
+  private static final System.Logger LOG = System.getLogger(ToolStream.class.getName());
+
+  private enum Answer { REGISTERED, UNREGISTERED }
+
+  private record Pending(Answer answer, CompletableFuture<Void> future) {}
+
+  private final ManagedChannel channel;
+  private final String address;
+  private final Duration requestTimeout;
+  private final Consumer<Cancellation> onCancel;
+  private final Consumer<String> onRunTerminator;
+  private final Object writeLock = new Object();
+  /** Guarded by itself. */
+  private final Map<String, Deque<Pending>> pending = new HashMap<>();
+  private final CompletableFuture<Interrupt.Attached> attached = new CompletableFuture<>();
+  private final CountDownLatch ended = new CountDownLatch(1);
+  private ClientCallStreamObserver<Interrupt.ToolMessage> requests;
+  /** Why the stream ended, for requests made afterwards. */
+  private volatile SidecarException endError;
+  /** Set once the tool is done with the stream: its end is then expected. */
+  private volatile boolean finishing;
+
+  ToolStream(ManagedChannel channel, String address, Duration requestTimeout,
+      Consumer<Cancellation> onCancel, Consumer<String> onRunTerminator) {
+    this.channel = channel;
+    this.address = address;
+    this.requestTimeout = requestTimeout;
+    this.onCancel = onCancel;
+    this.onRunTerminator = onRunTerminator;
+  }
+
+  // -- handshake ---------------------------------------------------------------------------
+
+  /** Sends hello and waits (uninterruptibly, at most {@code timeout}) for {@code attached}. */
+  Interrupt.Attached attach(Interrupt.Hello hello, Duration timeout) {
+    ToolChannelServiceGrpc.newStub(channel).attach(new Reader());
+    write(Interrupt.ToolMessage.newBuilder().setHello(hello).build());
+    try {
+      return Uninterruptibly.get(attached, timeout);
+    } catch (TimeoutException late) {
+      close();
+      throw new DeadlineExceededException(
+          "attach to the sidecar at " + address + ": no answer to hello within " + seconds(timeout), "");
+    } catch (ExecutionException refused) {
+      close();
+      throw (SidecarException) refused.getCause();
+    }
+  }
+
+  /** Waits (uninterruptibly, at most {@code timeout}) until the stream has ended. */
+  boolean awaitEnd(Duration timeout) {
+    return Uninterruptibly.await(ended, timeout);
+  }
+
+  boolean hasEnded() {
+    return ended.getCount() == 0;
+  }
+
+  // -- reading -----------------------------------------------------------------------------
+
+  private final class Reader
+      implements ClientResponseObserver<Interrupt.ToolMessage, Interrupt.SidecarMessage> {
+    @Override
+    public void beforeStart(ClientCallStreamObserver<Interrupt.ToolMessage> requestStream) {
+      requests = requestStream;
+    }
+
+    @Override
+    public void onNext(Interrupt.SidecarMessage message) {
+      dispatch(message);
+    }
+
+    @Override
+    public void onError(Throwable error) {
+      Status status = Status.fromThrowable(error);
+      SidecarException refusal = SidecarException.fromStatus(status, "attach to the sidecar at " + address, error);
+      attached.completeExceptionally(refusal);
+      end(lost(status, error));
+    }
+
+    @Override
+    public void onCompleted() {
+      attached.completeExceptionally(
+          new ConnectionLostException("attach to the sidecar at " + address + ": the daemon closed the stream"));
+      end(new ConnectionLostException("the tool's stream to the sidecar at " + address + " has ended"));
+    }
+  }
+
+  private SidecarException lost(Status status, Throwable cause) {
+    String what = "the tool's stream to the sidecar at " + address + " ended";
+    switch (status.getCode()) {
+      case UNAVAILABLE:
+      case CANCELLED:
+      case UNKNOWN:
+      case INTERNAL:
+        // The daemon went away (killed, restarted) or the connection broke: not a refusal.
+        ConnectionLostException lost = new ConnectionLostException(
+            what + ": " + (status.getDescription() != null ? status.getDescription() : status.getCode()));
+        lost.initCause(cause);
+        return lost;
+      default:
+        return SidecarException.fromStatus(status, what, cause);
+    }
+  }
+
+  private void end(SidecarException why) {
+    if (endError == null) {
+      endError = why;
+    }
+    // A refused or failed attach is thrown to the caller; only a lost run is worth a warning.
+    if (!finishing && attached.isDone() && !attached.isCompletedExceptionally()) {
+      LOG.log(Level.WARNING, why.getMessage());
+    }
+    failPending(endError);
+    ended.countDown();
+  }
+
+  private void dispatch(Interrupt.SidecarMessage message) {
+    switch (message.getMessageCase()) {
+      case ATTACHED:
+        attached.complete(message.getAttached());
+        break;
+      case CANCEL:
+        onCancel.accept(cancellation(message.getCancel()));
+        break;
+      case RUN_TERMINATOR:
+        onRunTerminator.accept(message.getRunTerminator().getTerminatorId());
+        break;
+      case TERMINATOR_REGISTERED:
+        resolve(message.getTerminatorRegistered().getTerminatorId(), Answer.REGISTERED, null);
+        break;
+      case TERMINATOR_UNREGISTERED:
+        resolve(message.getTerminatorUnregistered().getTerminatorId(), Answer.UNREGISTERED, null);
+        break;
+      case ERROR:
+        Interrupt.ChannelError refusal = message.getError();
+        if (!attached.isDone()) {
+          attached.completeExceptionally(
+              SidecarException.forCode(refusal.getCode(), "attach refused: " + refusal.getMessage(), ""));
+          return;
+        }
+        SidecarException error = SidecarException.forCode(
+            refusal.getCode(), refusal.getMessage(), refusal.getTerminatorId());
+        if (refusal.getTerminatorId().isEmpty() || !resolve(refusal.getTerminatorId(), null, error)) {
+          LOG.log(Level.WARNING, "the sidecar refused a request of this tool: " + error.getMessage());
+        }
+        break;
+      default:
+        LOG.log(Level.DEBUG, "ignoring sidecar message " + message.getMessageCase());
+    }
+  }
+
+  static Cancellation cancellation(Interrupt.Cancel cancel) {
+    // The daemon refuses unset reasons, so 0 (or a reason newer than this client) is not
+    // expected; keep the cancel, which is what matters, under a generic reason.
+    InterruptReason reason = InterruptReason.fromNumber(cancel.getReasonValue()).orElse(InterruptReason.USER_SIGINT);
+    return new Cancellation(reason, cancel.getDetail(),
+        cancel.hasTrippedAt() ? Optional.of(instant(cancel.getTrippedAt())) : Optional.empty(),
+        cancel.hasGraceDeadline() ? Optional.of(instant(cancel.getGraceDeadline())) : Optional.empty());
+  }
+
+  static Instant instant(Timestamp timestamp) {
+    return Instant.ofEpochSecond(timestamp.getSeconds(), timestamp.getNanos());
+  }
+
+  /** Settles the oldest pending request for the terminator (of kind {@code answer}; any for errors). */
+  private boolean resolve(String terminatorId, Answer answer, SidecarException error) {
+    Pending settled = null;
+    synchronized (pending) {
+      Deque<Pending> waiting = pending.get(terminatorId);
+      if (waiting == null) {
+        return false;
+      }
+      for (Iterator<Pending> it = waiting.iterator(); it.hasNext(); ) {
+        Pending candidate = it.next();
+        if (answer == null || candidate.answer() == answer) {
+          it.remove();
+          settled = candidate;
+          break;
+        }
+      }
+      if (waiting.isEmpty()) {
+        pending.remove(terminatorId);
+      }
+    }
+    if (settled == null) {
+      return false;
+    }
+    if (error == null) {
+      settled.future().complete(null);
+    } else {
+      settled.future().completeExceptionally(error);
+    }
+    return true;
+  }
+
+  private void failPending(SidecarException error) {
+    synchronized (pending) {
+      pending.values().forEach(waiting -> waiting.forEach(p -> p.future().completeExceptionally(error)));
+      pending.clear();
+    }
+  }
+
+  // -- writing -----------------------------------------------------------------------------
+
+  private void write(Interrupt.ToolMessage message) {
+    SidecarException ended = endError;
+    if (ended != null) {
+      throw ended;
+    }
+    synchronized (writeLock) {
+      try {
+        requests.onNext(message);
+      } catch (IllegalStateException closed) {
+        SidecarException why = endError;
+        throw why != null ? why : new ConnectionLostException("the tool's stream to the sidecar has ended");
+      }
+    }
+  }
+
+  private void request(Interrupt.ToolMessage message, String terminatorId, Answer answer) {
+    SidecarException ended = endError;
+    if (ended != null) {
+      throw ended;
+    }
+    Pending waiting = new Pending(answer, new CompletableFuture<>());
+    synchronized (pending) {
+      pending.computeIfAbsent(terminatorId, id -> new ArrayDeque<>()).add(waiting);
+    }
+    try {
+      // The stream may have ended between the check and the enqueue: fail rather than wait.
+      if (endError != null) {
+        throw endError;
+      }
+      write(message);
+      Uninterruptibly.get(waiting.future(), requestTimeout);
+    } catch (TimeoutException late) {
+      throw new DeadlineExceededException("the sidecar did not answer for terminator '" + terminatorId
+          + "' within " + seconds(requestTimeout), terminatorId);
+    } catch (ExecutionException refused) {
+      throw (SidecarException) refused.getCause();
+    } finally {
+      synchronized (pending) {
+        Deque<Pending> queue = pending.get(terminatorId);
+        if (queue != null && queue.remove(waiting) && queue.isEmpty()) {
+          pending.remove(terminatorId);
+        }
+      }
+    }
+  }
+
+  @Override
+  public void registerCallback(String terminatorId) {
+    Interrupt.RegisterTerminator register = Interrupt.RegisterTerminator.newBuilder()
+        .setTerminatorId(terminatorId)
+        .setCallback(Interrupt.CallbackTerminator.getDefaultInstance())
+        .build();
+    request(Interrupt.ToolMessage.newBuilder().setRegisterTerminator(register).build(), terminatorId, Answer.REGISTERED);
+  }
+
+  @Override
+  public void registerProcessGroup(String terminatorId, int pgid, int signal, Duration killAfter) {
+    Interrupt.ProcessGroupTerminator.Builder group =
+        Interrupt.ProcessGroupTerminator.newBuilder().setPgid(pgid).setSignal(signal);
+    if (killAfter != null) {
+      group.setKillAfter(com.google.protobuf.Duration.newBuilder()
+          .setSeconds(killAfter.getSeconds()).setNanos(killAfter.getNano()));
+    }
+    Interrupt.RegisterTerminator register = Interrupt.RegisterTerminator.newBuilder()
+        .setTerminatorId(terminatorId).setProcessGroup(group).build();
+    request(Interrupt.ToolMessage.newBuilder().setRegisterTerminator(register).build(), terminatorId, Answer.REGISTERED);
+  }
+
+  @Override
+  public void unregister(String terminatorId) {
+    Interrupt.UnregisterTerminator unregister =
+        Interrupt.UnregisterTerminator.newBuilder().setTerminatorId(terminatorId).build();
+    request(Interrupt.ToolMessage.newBuilder().setUnregisterTerminator(unregister).build(), terminatorId,
+        Answer.UNREGISTERED);
+  }
+
+  /** Tells the daemon how a callback terminator went (best-effort once the run is over). */
+  void reportResult(String terminatorId, String error) {
+    Interrupt.TerminatorResult result =
+        Interrupt.TerminatorResult.newBuilder().setTerminatorId(terminatorId).setError(error).build();
+    try {
+      write(Interrupt.ToolMessage.newBuilder().setTerminatorResult(result).build());
+    } catch (SidecarException failure) {
+      LOG.log(Level.DEBUG, "could not report the result of terminator " + terminatorId + ": " + failure.getMessage());
+    }
+  }
+
+  // -- the end -----------------------------------------------------------------------------
+
+  /** Reports unwound; the stream stays open (run_terminator messages already sent still run). */
+  void unwound(ToolOutcome outcome, String detail) {
+    Interrupt.Unwound unwound = Interrupt.Unwound.newBuilder()
+        .setOutcomeValue(outcome.number()).setDetail(detail).build();
+    write(Interrupt.ToolMessage.newBuilder().setUnwound(unwound).build());
+  }
+
+  /** Half-closes, gives the daemon {@code timeout} to end the stream, then closes. */
+  void finish(Duration timeout) {
+    finishing = true;
+    try {
+      if (endError == null) {
+        synchronized (writeLock) {
+          requests.onCompleted();
+        }
+        // Cancelling the call at once could drop the unwound on the daemon's side: let it
+        // read everything and end the stream itself.
+        if (!awaitEnd(timeout)) {
+          LOG.log(Level.DEBUG, "the sidecar did not end the tool stream within " + seconds(timeout));
+        }
+      }
+    } catch (IllegalStateException alreadyClosed) {
+      LOG.log(Level.DEBUG, "the tool stream was already closed");
+    } finally {
+      close();
+    }
+  }
+
+  /** Drops the stream and the channel. Idempotent. */
+  void close() {
+    finishing = true;
+    if (requests != null && !hasEnded()) {
+      requests.cancel("the tool closed its stream", null);
+    }
+    failPending(new ConnectionLostException("the tool's stream to the sidecar was closed"));
+    channel.shutdownNow();
+  }
+
+  private static String seconds(Duration duration) {
+    return duration.toMillis() / 1000.0 + "s";
+  }
+}

@@ -1,0 +1,53 @@
+package dev.interruptsidecar.client;
+
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * Bounded waits that a {@link Thread#interrupt()} does not cut short: the client's own short
+ * waits (handshake, acknowledgements) must complete for a THREAD_INTERRUPT worker that is
+ * being interrupted. The interrupt status is restored afterwards.
+ */
+final class Uninterruptibly {
+  private Uninterruptibly() {}
+
+  static <T> T get(Future<T> future, Duration timeout) throws ExecutionException, TimeoutException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    boolean interrupted = false;
+    try {
+      while (true) {
+        try {
+          return future.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException again) {
+          interrupted = true;
+        }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  static boolean await(CountDownLatch latch, Duration timeout) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    boolean interrupted = false;
+    try {
+      while (true) {
+        try {
+          return latch.await(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException again) {
+          interrupted = true;
+        }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+}

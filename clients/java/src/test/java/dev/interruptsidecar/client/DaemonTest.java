@@ -1,0 +1,181 @@
+package dev.interruptsidecar.client;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import interrupt.v1.Interrupt;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Iterator;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Against the real daemon ({@code .venv/bin/interrupt-sidecar} of the repository, or the
+ * {@code interruptSidecar.daemon} property) on a private unix socket. Skipped when the
+ * daemon is not installed.
+ */
+class DaemonTest {
+  private static Process daemon;
+  private static Path socketDir;
+  private static String address;
+  private static Coordinator coordinator;
+
+  @BeforeAll
+  static void startDaemon() throws IOException, InterruptedException {
+    assumeTrue(!Boolean.getBoolean("interruptSidecar.skipDaemonTests"), "daemon tests skipped");
+    String configured = System.getProperty("interruptSidecar.daemon", "");
+    Path executable = configured.isEmpty()
+        ? Path.of("").toAbsolutePath().resolve("../../.venv/bin/interrupt-sidecar").normalize() : Path.of(configured);
+    assumeTrue(Files.isExecutable(executable), "no daemon at " + executable + " (make install-test)");
+    socketDir = Files.createTempDirectory("isc-java-test");
+    address = "unix://" + socketDir.resolve("s.sock");
+    daemon = new ProcessBuilder(executable.toString(), "serve", "--listen", address, "--metrics-listen", "")
+        .redirectError(Path.of("target", "daemon-test.log").toFile()).start();
+    BufferedReader out = new BufferedReader(new InputStreamReader(daemon.getInputStream(), StandardCharsets.UTF_8));
+    String ready = out.readLine();
+    assertTrue(ready != null && ready.startsWith("ready "), "daemon said: " + ready);
+    coordinator = new Coordinator(address);
+  }
+
+  @AfterAll
+  static void stopDaemon() throws InterruptedException {
+    if (coordinator != null) {
+      coordinator.close();
+    }
+    if (daemon != null) {
+      daemon.destroy();
+      daemon.waitFor(10, TimeUnit.SECONDS);
+    }
+  }
+
+  private static ToolRun.Builder tool(Coordinator.BegunExecution execution, InterruptBehavior behavior) {
+    return ToolRun.builder().address(address).token(execution.attachToken()).behavior(behavior).toolName("java-test");
+  }
+
+  @Test
+  void aCooperativeToolIsSentTheCancelAndTheDaemonSeesItUnwind() throws Exception {
+    Coordinator.BegunExecution turn = coordinator.begin(Coordinator.BeginOptions.defaults());
+    Iterator<Interrupt.ExecutionEvent> events = coordinator.watch(turn.executionId());
+    try (ToolRun run = tool(turn, InterruptBehavior.COOPERATIVE).attach()) {
+      assertTrue(run.isAttached());
+      assertEquals(turn.executionId(), run.executionId().orElseThrow());
+      assertFalse(run.signal().isCancelled());
+      Coordinator.InterruptOutcome first = coordinator.interrupt(turn.executionId(), InterruptReason.USER_SIGINT, "why");
+      assertTrue(first.tripped());
+      assertTrue(run.signal().await(Duration.ofSeconds(5)));
+      assertEquals("why", run.signal().getDetail());
+      assertTrue(run.signal().getCancellation().orElseThrow().graceDeadline().isPresent());
+      Coordinator.InterruptOutcome second =
+          coordinator.interrupt(turn.executionId(), InterruptReason.NOW_PRIORITY_INPUT, "");
+      assertFalse(second.tripped());
+      assertEquals(InterruptReason.USER_SIGINT, second.reason().orElseThrow());
+    }
+    boolean unwound = false;
+    while (!unwound && events.hasNext()) {
+      Interrupt.ExecutionEvent event = events.next();
+      if (event.hasToolUnwound()) {
+        assertEquals(Interrupt.ToolOutcome.TOOL_OUTCOME_INTERRUPTED, event.getToolUnwound().getOutcome());
+        unwound = true;
+      }
+    }
+    assertTrue(unwound);
+    assertTrue(coordinator.end(turn.executionId()).ended());
+  }
+
+  @Test
+  void theDaemonRefusesWhatTheBehaviourForbidsAndWhatComesAfterTheRun() {
+    Coordinator.BegunExecution turn = coordinator.begin(Coordinator.BeginOptions.defaults());
+    try (ToolRun run = tool(turn, InterruptBehavior.THREAD_INTERRUPT).interruptWorker(false).attach()) {
+      run.registrar().register("one", () -> { });
+      // Skip the client's own check: ask the daemon itself for a process group.
+      Registrar registrar = (Registrar) run.registrar();
+      assertThrows(FailedPreconditionException.class,
+          () -> ((Backend) extractBackend(registrar)).registerProcessGroup("pg", 4242, 15, null));
+      run.unwind(ToolOutcome.COMPLETED);
+      assertThrows(FailedPreconditionException.class, () -> run.registrar().register("two", () -> { }));
+    }
+    coordinator.end(turn.executionId());
+  }
+
+  private static Object extractBackend(Registrar registrar) {
+    try {
+      java.lang.reflect.Field field = Registrar.class.getDeclaredField("backend");
+      field.setAccessible(true);
+      return field.get(registrar);
+    } catch (ReflectiveOperationException impossible) {
+      throw new AssertionError(impossible);
+    }
+  }
+
+  @Test
+  void callbackTerminatorsRunOnTheTripAndAfterIt() throws Exception {
+    Coordinator.BegunExecution turn = coordinator.begin(Coordinator.BeginOptions.defaults());
+    try (ToolRun run = tool(turn, InterruptBehavior.THREAD_INTERRUPT).attach()) {
+      CountDownLatch ran = new CountDownLatch(2);
+      run.registrar().register("before", ran::countDown);
+      coordinator.interrupt(turn.executionId(), InterruptReason.TASK_CANCELLED, "");
+      assertThrows(InterruptedException.class, () -> Thread.sleep(10_000), "the worker is interrupted");
+      run.registrar().register("after", ran::countDown);
+      assertTrue(ran.await(5, TimeUnit.SECONDS));
+    }
+    coordinator.end(turn.executionId());
+  }
+
+  @Test
+  void theDaemonKillsAProcessGroupStartedByTheHelper() throws Exception {
+    Coordinator.BegunExecution turn = coordinator.begin(
+        new Coordinator.BeginOptions(null, null, null, Duration.ofMillis(200), null, null, null));
+    try (ToolRun run = tool(turn, InterruptBehavior.EXTERNALLY_TERMINATED).attach();
+        ManagedProcess child = run.registrar().startProcess(
+            new ProcessBuilder("sh", "-c", "trap '' TERM; sleep 300 & wait"))) {
+      assertEquals(child.pid(), ProcessGroups.pgid(child.pid()).orElseThrow());
+      assertEquals(TerminatorRegistration.Kind.PROCESS_GROUP, child.registration().orElseThrow().kind());
+      coordinator.interrupt(turn.executionId(), InterruptReason.USER_SIGINT, "");
+      // The shell ignores SIGTERM: the SIGKILL after kill_after (the 200 ms grace) ends it.
+      assertTrue(child.waitFor(10, TimeUnit.SECONDS));
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+      while (!ProcessGroups.members(child.pgid()).isEmpty() && System.nanoTime() < deadline) {
+        Thread.sleep(10);
+      }
+      assertTrue(ProcessGroups.members(child.pgid()).isEmpty(), "the whole group is gone");
+    }
+    coordinator.end(turn.executionId());
+  }
+
+  @Test
+  void refusedAttachesMapToTheirStatus() {
+    assertThrows(UnauthenticatedException.class, () -> ToolRun.builder().address(address).token("").attach());
+    assertThrows(SidecarException.class, () -> ToolRun.builder().address(address).token("nonsense").attach());
+    String nowhere = "unix://" + socketDir.resolve("nobody.sock");
+    UnavailableException unavailable = assertThrows(UnavailableException.class,
+        () -> ToolRun.builder().address(nowhere).token("x").timeout(Duration.ofSeconds(5)).attach());
+    assertEquals(io.grpc.Status.Code.UNAVAILABLE, unavailable.code());
+  }
+
+  @Test
+  void aToolAttachingAfterTheTripStartsCancelled() {
+    Coordinator.BegunExecution turn = coordinator.begin(Coordinator.BeginOptions.defaults());
+    coordinator.interrupt(turn.executionId(), InterruptReason.BUDGET_EXCEEDED, "late");
+    try (ToolRun run = tool(turn, InterruptBehavior.COOPERATIVE).attach()) {
+      assertTrue(run.signal().isCancelled());
+      assertEquals(InterruptReason.BUDGET_EXCEEDED, run.signal().getReason().orElseThrow());
+      assertEquals("late", run.signal().getDetail());
+    }
+    try (ToolRun run = tool(turn, InterruptBehavior.NON_INTERRUPTIBLE).attach()) {
+      assertTrue(run.signal().isCancelled(), "sees the state it attached in");
+    }
+    coordinator.end(turn.executionId());
+  }
+}
