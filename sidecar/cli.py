@@ -68,6 +68,11 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="also accept process groups whose members run as UID (repeatable; the daemon's own uid always)",
     )
     p.add_argument(
+        "--health-listen",
+        metavar="HOST:PORT",
+        help="also serve only grpc.health.v1 here (for Kubernetes grpc probes; grants nothing, any host allowed)",
+    )
+    p.add_argument(
         "--holder-grace",
         metavar="DURATION",
         help="after a restart, how long a held execution without a lease waits for its holder (default 10s)",
@@ -90,6 +95,7 @@ def _serve(args: argparse.Namespace) -> int:
             env=os.environ,
             allow_uids=args.allow_uid,
             holder_grace=args.holder_grace,
+            health_listen=args.health_listen,
         )
     except ConfigError as err:
         print(f"interrupt-sidecar serve: {err}", file=sys.stderr)

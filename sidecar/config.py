@@ -115,6 +115,8 @@ class ServeConfig:
     allow_uids: frozenset[int] = frozenset()
     #: After a restart, how long a held execution without a lease waits for its holder.
     holder_grace_ns: int = 10_000_000_000
+    #: A TCP address serving only grpc.health.v1 (Kubernetes' grpc probes), on any host.
+    health_listen: ListenAddress | None = None
 
 
 def build_serve_config(
@@ -130,6 +132,7 @@ def build_serve_config(
     env: Mapping[str, str],
     allow_uids: list[str] | None = None,
     holder_grace: str | None = None,
+    health_listen: str | None = None,
 ) -> ServeConfig:
     """Resolve each setting: flag, else ``INTERRUPT_SIDECAR_*`` variable, else default.
     Refuses values and combinations the daemon cannot run with."""
@@ -185,7 +188,13 @@ def build_serve_config(
             raise ConfigError(f"--allow-uid {text!r}: uids are >= 0")
         uids.add(uid)
     holder_grace_ns = parse_duration(pick(holder_grace, "HOLDER_GRACE", "10s"), "--holder-grace")
+    health_text = pick(health_listen, "HEALTH_LISTEN", "")
+    health_address = parse_listen(health_text) if health_text else None
+    if health_address is not None and health_address.is_unix:
+        # The health-only listener exists for probes that dial TCP; the main socket serves health already.
+        raise ConfigError("--health-listen must be HOST:PORT (the unix socket in --listen serves health already)")
     return ServeConfig(
+        health_listen=health_address,
         holder_grace_ns=holder_grace_ns,
         allow_uids=frozenset(uids),
         listen=addresses,

@@ -88,6 +88,7 @@ class Daemon:
         self._tool_channel = ToolChannelService(self.coordinator, self.trip_path, self.hub, self.process_groups)
         self._metrics_server: WSGIServer | None = None
         self._state_lock: int | None = None
+        self._health_server: grpc.aio.Server | None = None
 
     async def start(self) -> None:
         """Bind every listener and start serving. Raises StartupError, having
@@ -104,13 +105,23 @@ class Daemon:
         pb_grpc.add_ToolChannelServiceServicer_to_server(self._tool_channel, server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+        health_server: grpc.aio.Server | None = None
         try:
             for address in self.config.listen:
                 self.addresses.append(self._bind(server, address))
+            if self.config.health_listen is not None:
+                # A server of its own, carrying only the health service (the same servicer,
+                # so shutdown's NOT_SERVING shows here too): safe on the pod IP, where the
+                # kubelet's grpc probe dials, because it grants no power over executions.
+                health_server = grpc.aio.server(options=GRPC_OPTIONS)
+                health_pb2_grpc.add_HealthServicer_to_server(self.health, health_server)
+                self._bind(health_server, self.config.health_listen)
         except StartupError:
             self._stop_metrics()
             self._close_journal()
             await server.stop(None)
+            if health_server is not None:
+                await health_server.stop(None)
             raise
         if self.trip_path.journal is not None:
             # After the binds (no other daemon answers here) and under the state-dir lock
@@ -120,6 +131,9 @@ class Daemon:
             )
         await server.start()
         self._server = server
+        if health_server is not None:
+            await health_server.start()
+            self._health_server = health_server
         for address in self.config.listen:
             if address.unix_path is not None:
                 # Only the owner may connect: the socket grants the power to kill.
@@ -221,6 +235,9 @@ class Daemon:
             await asyncio.sleep(0.01)
         await server.stop(grace=1.0)
         self._server = None
+        if self._health_server is not None:
+            await self._health_server.stop(None)
+            self._health_server = None
         self._stop_metrics()
         for address in self.config.listen:
             if address.unix_path is not None:

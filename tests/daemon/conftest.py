@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import grpc
 import pytest
@@ -18,3 +20,10 @@ async def channel(daemon: DaemonProcess) -> AsyncIterator[grpc.aio.Channel]:
 @pytest.fixture
 def stub(channel: grpc.aio.Channel) -> pb_grpc.CoordinatorServiceAsyncStub:
     return pb_grpc.CoordinatorServiceStub(channel)
+
+
+@pytest.fixture
+def tmp_short() -> Iterator[Path]:
+    """A short private directory (unix socket paths are limited to 107 bytes)."""
+    with tempfile.TemporaryDirectory(prefix="isd-", dir="/tmp") as d:
+        yield Path(d)
