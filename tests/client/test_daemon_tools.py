@@ -385,3 +385,26 @@ def test_refused_attaches_raise_readable_errors(daemon: DaemonProcess, coordinat
     coordinator.end(begun.execution_id)
     with pytest.raises(NotFound):  # the token of an ended execution
         attach(address=daemon.address, token=begun.attach_token)
+
+
+def test_an_interrupted_worker_leaving_at_once_still_reports_its_failing_terminator(
+    coordinator: Coordinator, tool_env: Callable[..., str]
+) -> None:
+    # THREAD_INTERRUPT: the trip interrupts the worker, which leaves its block (and unwinds)
+    # while the terminator is still running; the failure must still reach the daemon.
+    execution_id = tool_env()
+    watcher = Watcher(coordinator, execution_id)
+
+    def failing() -> None:
+        time.sleep(0.05)  # still running when the worker has already left its block
+        raise RuntimeError("the child would not stop")
+
+    with pytest.raises(CancelledExecution), attach(behavior=InterruptBehavior.THREAD_INTERRUPT, tool_name="t") as run:
+        run.registrar.register(failing, terminator_id="failing")
+        coordinator.interrupt(execution_id, reason=InterruptReason.USER_SIGINT)
+        run.signal.event.wait(WAIT_S)
+        time.sleep(WAIT_S)  # interrupted by the trip's SIGINT long before this ends
+    failed = watcher.wait_for("terminator_failed")
+    assert failed[0].terminator_id == "failing" and "would not stop" in failed[0].message
+    coordinator.end(execution_id)
+    watcher.join()

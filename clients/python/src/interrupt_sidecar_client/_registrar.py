@@ -8,6 +8,7 @@ that runs terminators at the trip of an in-process signal (no-op mode, tests).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import inspect
 import itertools
@@ -170,6 +171,19 @@ class TerminatorRunner:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+    async def settle(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` s) until every run asked for so far has started and its
+        result has been reported: the run's end half-closes the stream, after which a
+        report could no longer be written (a worker interrupted at the trip leaves its
+        block while its terminators are still running)."""
+        if self._worker is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._queue.join()
+                while self._tasks:
+                    await asyncio.wait(set(self._tasks))
 
     async def close(self) -> None:
         """Start every run asked for so far, then stop. Started terminators finish on their own."""

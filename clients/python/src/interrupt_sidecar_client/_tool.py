@@ -15,7 +15,13 @@ from interrupt.v1 import interrupt_pb2
 from interrupt_sidecar_client._config import CHANNEL_OPTIONS, resolve_tool
 from interrupt_sidecar_client._errors import CancelledExecution
 from interrupt_sidecar_client._interrupt import InterruptScope, TaskInterrupter
-from interrupt_sidecar_client._registrar import AsyncTerminatorRegistrar, LocalBackend, TerminatorRunner, describe
+from interrupt_sidecar_client._registrar import (
+    SEQUENTIAL_WINDOW,
+    AsyncTerminatorRegistrar,
+    LocalBackend,
+    TerminatorRunner,
+    describe,
+)
 from interrupt_sidecar_client._signal import NOOP_SIGNAL, CancellationSignal, CancellationSource
 from interrupt_sidecar_client._stream import ToolStream
 from interrupt_sidecar_client._types import (
@@ -134,6 +140,8 @@ class AsyncToolRun:
         self._registrar._close_local(forget=False)
         try:
             if self._stream is not None:
+                # Terminators the daemon already asked for report their results first.
+                await self._runner.settle(SEQUENTIAL_WINDOW)
                 await self._stream.finish(ToolOutcome(outcome), detail, timeout=UNWIND_TIMEOUT)
             await self._runner.close()
         finally:
