@@ -399,11 +399,14 @@ def test_an_interrupted_worker_leaving_at_once_still_reports_its_failing_termina
         time.sleep(0.05)  # still running when the worker has already left its block
         raise RuntimeError("the child would not stop")
 
-    with pytest.raises(CancelledExecution), attach(behavior=InterruptBehavior.THREAD_INTERRUPT, tool_name="t") as run:
-        run.registrar.register(failing, terminator_id="failing")
-        coordinator.interrupt(execution_id, reason=InterruptReason.USER_SIGINT)
-        run.signal.event.wait(WAIT_S)
-        time.sleep(WAIT_S)  # interrupted by the trip's SIGINT long before this ends
+    def tool() -> None:
+        with attach(behavior=InterruptBehavior.THREAD_INTERRUPT, tool_name="t") as run:
+            run.registrar.register(failing, terminator_id="failing")
+            coordinator.interrupt(execution_id, reason=InterruptReason.USER_SIGINT)
+            time.sleep(WAIT_S)  # interrupted by the trip's SIGINT long before this ends
+
+    with pytest.raises(CancelledExecution):
+        tool()
     failed = watcher.wait_for("terminator_failed")
     assert failed[0].terminator_id == "failing" and "would not stop" in failed[0].message
     coordinator.end(execution_id)
