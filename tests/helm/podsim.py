@@ -3,14 +3,22 @@
 renders the chart, turns the sidecar's args and the agent's env into a spec, and
 runs ``python podsim.py pod SPEC`` as the namespace's PID 1.
 
-Three roles, each its own process, as the chart lays them out:
+The roles, each its own process, as the chart lays them out:
 
-``pod``    PID 1: the pause container (reaps orphans) and the kubelet (starts the
-           sidecar, runs its probe, starts the agent; at deletion SIGTERMs the
-           agent, waits, SIGTERMs the sidecar, waits out the grace, SIGKILLs).
+``pod``    PID 1: the pause container (reaps orphans) and the kubelet (brings up
+           the pod's loopback, starts the sidecar, runs its startup probe, starts
+           the agent; at deletion SIGTERMs the agent, waits, SIGTERMs the sidecar,
+           waits out the grace, SIGKILLs).
 ``agent``  begins an execution and hands its attach token to a tool process.
 ``tool``   leads its own process group with a child ``sleep``, attaches
            EXTERNALLY_TERMINATED, registers its group, and records the cancel.
+``grpc-probe``  the kubelet's native grpc probe: one grpc.health.v1.Health/Check
+           over TCP; success only for SERVING.
+``watch``  the kubelet's readiness probe, asked continuously from before the
+           pod's deletion until the health listener is gone.
+
+The kubelet dials the pod IP; the pod's own network namespace has only loopback
+here, and the daemon binds the chart's 0.0.0.0:<port>, so the probes dial 127.0.0.1.
 
 Everything the roles observe goes to JSON files in the spec's report directory.
 """
@@ -87,6 +95,47 @@ def tool(report: Path) -> None:
             },
         )
     child.wait()
+
+
+# -- the kubelet's grpc probes ---------------------------------------------------
+
+# No HTTP proxy from the environment: the kubelet dials the pod directly.
+GRPC_OPTIONS = [("grpc.enable_http_proxy", 0)]
+
+
+def grpc_probe(target: str, service: str, timeout: str) -> None:
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    with grpc.insecure_channel(target, options=GRPC_OPTIONS) as channel:
+        request = health_pb2.HealthCheckRequest(service=service)
+        reply = health_pb2_grpc.HealthStub(channel).Check(request, timeout=float(timeout))
+    print(health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status), flush=True)
+    sys.exit(0 if reply.status == health_pb2.HealthCheckResponse.SERVING else 1)
+
+
+def watch(target: str, report: str) -> None:
+    """Every distinct answer, in order, to ``readiness.json``; an RPC error (the
+    listener gone) ends the watch."""
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    seen: list[str] = []
+    deadline = time.monotonic() + 60
+    with grpc.insecure_channel(target, options=GRPC_OPTIONS) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            try:
+                reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                answer = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+            except grpc.RpcError as err:
+                answer = err.code().name
+            if not seen or seen[-1] != answer:
+                seen.append(answer)
+                _write(Path(report) / "readiness.json", {"seen": seen})
+            if answer not in ("SERVING", "NOT_SERVING"):
+                return
+            time.sleep(POLL_S)
 
 
 # -- the pod ---------------------------------------------------------------------
@@ -194,8 +243,12 @@ class Pod:
         spec = self.spec
         result: dict[str, Any] = {}
         self.expose_interpreter()
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            subprocess.run(["ip", "link", "set", "lo", "up"], check=True, timeout=5)
+        # A new network namespace starts with loopback down: the probes and the
+        # metrics scrape need it, as a pod's sandbox has it up.
+        lo = subprocess.run(["ip", "link", "set", "lo", "up"], capture_output=True, text=True, timeout=5, check=False)
+        if lo.returncode != 0:
+            result["error"] = f"cannot bring up the pod's loopback: {lo.stderr}"
+            return result
         daemon = self.spawn(spec["daemon"]["argv"], spec["daemon"]["env"], "daemon")
         ready = _eventually(
             lambda: (self.report / "daemon.out").read_text().startswith("ready ") or self.exited(daemon), 20
@@ -206,8 +259,15 @@ class Pod:
         self.log("daemon ready")
         # The kubelet's startup probe, exactly as the chart renders it.
         as_pod = {"user": spec["uid"], "group": spec["gid"], "extra_groups": []}
-        probe = subprocess.run(spec["probe"], capture_output=True, text=True, timeout=15, check=False, **as_pod)
-        result["probe"] = {"returncode": probe.returncode, "stderr": probe.stderr[-2000:]}
+        grpc_target = None
+        if spec["probe"]["kind"] == "grpc":
+            grpc_target = f"127.0.0.1:{spec['probe']['port']}"
+            argv = [sys.executable, __file__, "grpc-probe", grpc_target, spec["probe"]["service"]]
+            argv.append(str(spec["probe"]["timeout"]))
+        else:
+            argv = spec["probe"]["argv"]
+        probe = subprocess.run(argv, capture_output=True, text=True, timeout=15, check=False, **as_pod)
+        result["probe"] = {"returncode": probe.returncode, "stdout": probe.stdout, "stderr": probe.stderr[-2000:]}
         self.log("startup probe done")
         agent_pid = self.spawn(spec["agent"]["argv"], spec["agent"]["env"], "agent")
         registered = _eventually(lambda: (self.report / "tool.json").exists() or self.exited(agent_pid), 20)
@@ -225,6 +285,15 @@ class Pod:
                 result["metrics"] = direct.open(url, timeout=5).read().decode()
             except OSError as err:
                 result["metrics"] = f"scrape failed: {err!r}"
+        watcher = None
+        if grpc_target is not None:
+            # The readiness probe through the deletion: from SERVING on.
+            watcher = self.spawn(
+                [sys.executable, __file__, "watch", grpc_target, str(self.report)], spec["daemon"]["env"], "watch"
+            )
+            if not _eventually(lambda: (self.report / "readiness.json").exists() or self.exited(watcher), 20):
+                result["error"] = "the readiness watch never answered"
+                return result
         # Pod deletion, the kubelet's way: a native sidecar is stopped after the main
         # containers have exited; classic containers are all stopped at once.
         start = time.monotonic()
@@ -257,6 +326,8 @@ class Pod:
             group_gone_at is not None and daemon_exit is not None and group_gone_at <= daemon_exit[1]
         )
         result["shutdown_seconds"] = round((daemon_exit[1] if daemon_exit else time.monotonic()) - start, 3)
+        if watcher is not None and not self.wait(watcher, 5):
+            self.log("the readiness watch did not end")
         _eventually(self.settled, 1.0)
         result["survivors"] = self.alive()  # what the kubelet's SIGKILL would have to take
         for proc in result["survivors"]:
@@ -283,5 +354,10 @@ def pod(spec_path: Path) -> None:
 
 
 if __name__ == "__main__":
-    role, arg = sys.argv[1], Path(sys.argv[2])
-    {"pod": pod, "agent": agent, "tool": tool}[role](arg)
+    role, *args = sys.argv[1:]
+    if role == "grpc-probe":
+        grpc_probe(*args)
+    elif role == "watch":
+        watch(*args)
+    else:
+        {"pod": pod, "agent": agent, "tool": tool}[role](Path(args[0]))

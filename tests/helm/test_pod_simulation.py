@@ -66,8 +66,8 @@ class Mapper:
         return text
 
 
-def pod_spec(values: Path, base: Path) -> dict[str, Any]:
-    docs = render(values)
+def pod_spec(values: Path, base: Path, **set_values: Any) -> dict[str, Any]:
+    docs = render(values, **set_values)
     deployment = find(docs, "Deployment")
     spec = deployment["spec"]["template"]["spec"]
     side, (agent,) = sidecar(spec), agents(spec)
@@ -81,8 +81,21 @@ def pod_spec(values: Path, base: Path) -> dict[str, Any]:
     agent_env = {name: agent_paths(e["value"]) for name, e in env(agent).items() if "value" in e}
     uid = side["securityContext"]["runAsUser"]
     assert agent["securityContext"]["runAsUser"] == uid
-    probe = [daemon_paths(a) for a in side["startupProbe"]["exec"]["command"]]
-    assert probe[0] == "python"
+    startup = side["startupProbe"]
+    probe: dict[str, Any]
+    if "grpc" in startup:
+        # Kubernetes' native grpc probe: the kubelet dials the port itself.
+        grpc = startup["grpc"]
+        probe = {
+            "kind": "grpc",
+            "port": grpc["port"],
+            "service": grpc.get("service", ""),
+            "timeout": startup["timeoutSeconds"],
+        }
+    else:
+        command = [daemon_paths(a) for a in startup["exec"]["command"]]
+        assert command[0] == "python"
+        probe = {"kind": "exec", "argv": [sys.executable, *command[1:]]}
     ports = {p["name"]: p["containerPort"] for p in side.get("ports", [])}
     return {
         "report": str(report),
@@ -92,7 +105,7 @@ def pod_spec(values: Path, base: Path) -> dict[str, Any]:
         # The image's ENTRYPOINT is `interrupt-sidecar` (Dockerfile); the chart gives the args.
         "daemon": {"argv": [str(bin_dir / "interrupt-sidecar"), *map(daemon_paths, side["args"])], "env": path_env},
         "agent": {"argv": [sys.executable, str(PODSIM), "agent", str(report)], "env": {**path_env, **agent_env}},
-        "probe": [sys.executable, *probe[1:]],
+        "probe": probe,
         "metrics_port": ports.get("metrics"),
         "agent_shutdown_s": 10,
         "termination_grace_s": spec["terminationGracePeriodSeconds"],
@@ -111,22 +124,38 @@ def run_pod(spec: dict[str, Any], base: Path) -> dict[str, Any]:
     for name in ("daemon", "agent", "tool"):
         path = report / f"{name}.err"
         result[f"{name}_stderr"] = path.read_text()[-3000:] if path.exists() else None
-    for name in ("agent", "tool", "tool-cancel"):
+    for name in ("agent", "tool", "tool-cancel", "readiness"):
         path = report / f"{name}.json"
         result[name] = json.loads(path.read_text()) if path.exists() else None
     return result
 
 
 @pytest.mark.timeout(90)
-@pytest.mark.parametrize("name", ["native", "classic"])
-def test_pod_terminates_like_the_kubelet_says(name: str, pod_dir: Path) -> None:
-    spec = pod_spec(CI[name], pod_dir)
+@pytest.mark.parametrize(
+    ("name", "probes"),
+    [("native", "grpc"), ("classic", "grpc"), ("native", "exec")],
+    ids=["native", "classic", "native-exec-probe"],
+)
+def test_pod_terminates_like_the_kubelet_says(name: str, probes: str, pod_dir: Path) -> None:
+    # grpc is the default: only the fallback is set explicitly.
+    spec = pod_spec(CI[name], pod_dir, **({"sidecar__probes__mode": "exec"} if probes == "exec" else {}))
+    assert spec["probe"]["kind"] == probes
     result = run_pod(spec, pod_dir)
     context = json.dumps(result, indent=1)
     assert "error" not in result, context
     assert result["daemon_ready_line"] == f"ready {spec['address']}", context
-    # The probe the chart renders reaches grpc.health.v1.Health over the socket.
+    # The probe the chart renders reaches grpc.health.v1.Health: the kubelet's grpc
+    # probe over TCP on the rendered --health-listen, or the exec fallback over the socket.
     assert result["probe"]["returncode"] == 0, context
+    if probes == "grpc":
+        assert result["probe"]["stdout"] == "SERVING\n", context
+        # Readiness through the deletion: SERVING, NOT_SERVING as soon as shutdown
+        # begins (the pod leaves its Services' endpoints), then the listener is gone.
+        seen = result["readiness"]["seen"]
+        assert seen[:2] == ["SERVING", "NOT_SERVING"] and len(seen) == 3, context
+        assert seen[2] in ("UNAVAILABLE", "CANCELLED"), context
+    else:
+        assert result["readiness"] is None, context
     # The metrics port the chart renders serves Prometheus text, with the tool attached.
     families = {f.name: f for f in text_string_to_metric_families(result["metrics"])}
     assert sum(s.value for s in families["interrupt_sidecar_attached_streams"].samples) == 1, context

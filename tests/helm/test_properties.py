@@ -5,6 +5,7 @@ values schema."""
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 import yaml
 
 from sidecar.cli import build_parser
-from sidecar.config import build_serve_config
+from sidecar.config import ListenAddress, ServeConfig, build_serve_config
 from tests.helm.chart import (
     ALERTS,
     CHART,
@@ -126,26 +127,58 @@ def test_state_volume_is_configurable() -> None:
     }
 
 
+def _serve_config(side: Doc, volume: Path) -> ServeConfig:
+    """The sidecar's args through the daemon's own parser and config checks. Only
+    the flags still being built may be unknown to the parser."""
+    args, unknown = build_parser().parse_known_args(side["args"])
+    assert {u.split("=", 1)[0] for u in unknown} <= set(PENDING_FLAGS), unknown
+    assert args.func.__name__ == "_serve"
+    env = {}
+    if arg(side, "--auth-token-file"):
+        # The rendered path is in the Secret's volume: a stand-in token file takes its
+        # place, through the flag's environment twin (read once the daemon knows the flag).
+        token = volume / "token"
+        token.write_text(secrets.token_urlsafe(32))
+        env["INTERRUPT_SIDECAR_AUTH_TOKEN_FILE"] = str(token)
+    return build_serve_config(
+        listen=args.listen,
+        metrics_listen=args.metrics_listen,
+        state_dir=args.state_dir,
+        grace=args.grace,
+        loop=args.loop,
+        allow_insecure_tcp=args.allow_insecure_tcp,
+        shutdown_timeout=args.shutdown_timeout,
+        log_level=args.log_level,
+        env=env,
+        allow_uids=args.allow_uid,
+        holder_grace=args.holder_grace,
+        health_listen=args.health_listen,
+    )
+
+
 @pytest.mark.parametrize("name", sorted(CI))
-def test_daemon_accepts_the_rendered_arguments(name: str) -> None:
+def test_daemon_accepts_the_rendered_arguments(name: str, tmp_path: Path) -> None:
     """The sidecar's args go through the daemon's own parser and config checks."""
     for _, spec in _pods(CI[name]):
         side = sidecar(spec)
-        args, unknown = build_parser().parse_known_args(side["args"])
-        assert all(u.startswith(PENDING_FLAGS) for u in unknown), unknown
-        config = build_serve_config(
-            listen=args.listen,
-            metrics_listen=args.metrics_listen,
-            state_dir=args.state_dir,
-            grace=args.grace,
-            loop=args.loop,
-            allow_insecure_tcp=args.allow_insecure_tcp,
-            shutdown_timeout=args.shutdown_timeout,
-            log_level=args.log_level,
-            env={},
-        )
+        config = _serve_config(side, tmp_path)
         assert config.grace_ns == 500_000_000
         assert config.shutdown_timeout_ns == 10_000_000_000
+        # The health-only listener on every address, where the kubelet dials the pod IP.
+        assert config.health_listen == ListenAddress(host="0.0.0.0", port=9465)
+        tcp = [a for a in config.listen if not a.is_unix]
+        assert tcp == ([ListenAddress(host="0.0.0.0", port=50051)] if name == "tcp-token" else [])
+        # Only the full-API TCP listener needs --allow-insecure-tcp (and the token);
+        # the health listener off loopback is accepted without it.
+        assert ("--allow-insecure-tcp" in side["args"]) == bool(tcp)
+        assert bool(arg(side, "--auth-token-file")) == bool(tcp)
+
+
+def test_daemon_accepts_the_exec_fallback_arguments(tmp_path: Path) -> None:
+    for _, spec in _pods(sidecar__probes__mode="exec"):
+        config = _serve_config(sidecar(spec), tmp_path)
+        assert config.health_listen is None
+        assert all(a.is_unix for a in config.listen)
 
 
 def test_durations_render_in_the_daemons_format() -> None:
@@ -154,27 +187,60 @@ def test_durations_render_in_the_daemons_format() -> None:
     assert arg(sidecar(spec), "--shutdown-timeout") == ["7000ms"]
 
 
-def test_probes_ask_the_grpc_health_service_over_the_socket_by_default() -> None:
-    for _, spec in _pods(CI["native"]):
+PROBES = ("startupProbe", "livenessProbe", "readinessProbe")
+
+
+def _ports(side: Doc) -> dict[str, int]:
+    return {p["name"]: p["containerPort"] for p in side.get("ports") or []}
+
+
+def _assert_native_grpc_probes(side: Doc, port: int) -> None:
+    """Kubernetes' grpc probes, all on the health-only listener the args open."""
+    assert arg(side, "--health-listen") == [f"0.0.0.0:{port}"]
+    assert _ports(side)["health"] == port
+    for probe in PROBES:
+        assert "exec" not in side[probe]
+        assert side[probe]["grpc"] == {"port": port}  # service "": the daemon's overall health
+
+
+@pytest.mark.parametrize("name", sorted(CI))
+def test_probes_are_native_grpc_probes_on_the_health_listener(name: str) -> None:
+    for _, spec in _pods(CI[name]):
+        side = sidecar(spec)
+        _assert_native_grpc_probes(side, 9465)
+        # Not the full API: with TCP on, probes still avoid the token-guarded port.
+        assert 50051 not in {side[probe]["grpc"]["port"] for probe in PROBES}
+
+
+def test_health_port_is_configurable() -> None:
+    for _, spec in _pods(sidecar__health__port=8086):
+        _assert_native_grpc_probes(sidecar(spec), 8086)
+
+
+def test_exec_probe_fallback_asks_over_the_socket_and_opens_no_port() -> None:
+    for _, spec in _pods(sidecar__probes__mode="exec"):
         side = sidecar(spec)
         (address,) = [a for a in arg(side, "--listen") if a.startswith("unix://")]
-        for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        assert arg(side, "--health-listen") == []
+        assert "health" not in _ports(side)
+        for probe in PROBES:
+            assert "grpc" not in side[probe]
             command = side[probe]["exec"]["command"]
             assert command[:2] == ["python", "-c"]
             assert "grpc.health.v1" in command[2].replace("grpc_health.v1", "grpc.health.v1")
             assert command[3] == address
-        assert not any(p.get("containerPort") == 50051 for p in side.get("ports", []))
+    for _, spec in _pods(CI["tcp-token"], sidecar__probes__mode="exec"):
+        # With TCP on, the exec probe passes the token the daemon requires.
+        side = sidecar(spec)
+        assert side["livenessProbe"]["exec"]["command"][5] == arg(side, "--auth-token-file")[0]
 
 
-def test_tcp_uses_native_grpc_probes_on_the_listener() -> None:
+def test_tcp_listener_beside_the_health_listener() -> None:
     for _, spec in _pods(CI["tcp-token"]):
         side = sidecar(spec)
         assert "0.0.0.0:50051" in arg(side, "--listen")
         assert "--allow-insecure-tcp" in side["args"]
-        ports = {p["name"]: p["containerPort"] for p in side["ports"]}
-        assert ports["grpc"] == 50051
-        for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
-            assert side[probe]["grpc"] == {"port": 50051}
+        assert _ports(side) == {"grpc": 50051, "health": 9465, "metrics": 9464}
 
 
 def test_tcp_token_comes_from_a_secret() -> None:
@@ -225,7 +291,15 @@ def test_invalid_combinations_are_refused_with_a_reason() -> None:
         sidecar__graceSeconds=5, sidecar__shutdownTimeoutSeconds=2
     )
     assert "needs sidecar.auth.enabled" in render_error(sidecar__tcp__enabled=True)
-    assert "kubelet's grpc probe dials the pod IP" in render_error(sidecar__probes__mode="grpc")
+    # grpc probes need no TCP API listener: the health-only listener serves them.
+    render(sidecar__probes__mode="grpc", sidecar__tcp__enabled=False)
+    for message in (
+        render_error(CI["tcp-token"], sidecar__metrics__port=9465),
+        render_error(CI["tcp-token"], sidecar__tcp__port=9465),
+    ):
+        assert "sidecar.health.port" in message and "are both 9465" in message
+    # Without the health listener (exec probes) its port is free for the others.
+    render(sidecar__probes__mode="exec", sidecar__metrics__port=9465)
     message = render_error(extra=("--kube-version", "1.28.0"))
     assert "use sidecar.mode=classic" in message
     render(CI["classic"], extra=("--kube-version", "1.28.0"))
@@ -292,6 +366,7 @@ def test_monitoring_files_are_single_sourced() -> None:
         "sidecar.tcp.service.bogus",
         "sidecar.probes.liveness.bogus",
         "sidecar.metrics.bogus",
+        "sidecar.health.bogus",
         "monitoring.podMonitor.bogus",
         "monitoring.dashboard.bogus",
         "example.agent.bogus",
@@ -312,7 +387,14 @@ def test_values_schema_declares_global() -> None:
 
 
 def test_values_schema_checks_types_and_enums() -> None:
-    for key, value in (("sidecar.mode", "sideways"), ("sidecar.graceSeconds", "-1"), ("sidecar.probes.mode", "tcp")):
+    for key, value in (
+        ("sidecar.mode", "sideways"),
+        ("sidecar.graceSeconds", "-1"),
+        ("sidecar.probes.mode", "tcp"),
+        ("sidecar.probes.mode", "auto"),
+        ("sidecar.health.port", "0"),
+        ("sidecar.health.port", "65536"),
+    ):
         result = helm("template", "x", str(CHART), "--set", f"{key}={value}")
         assert result.returncode != 0, key
 

@@ -71,16 +71,6 @@ app.kubernetes.io/part-of: interrupt-sidecar
 /var/run/secrets/interrupt-sidecar/{{ .Values.sidecar.auth.secretKey }}
 {{- end }}
 
-{{/* "grpc" or "exec", after resolving "auto". */}}
-{{- define "interrupt-sidecar.probeMode" -}}
-{{- $mode := .Values.sidecar.probes.mode }}
-{{- if eq $mode "auto" }}
-{{- ternary "grpc" "exec" .Values.sidecar.tcp.enabled }}
-{{- else }}
-{{- $mode }}
-{{- end }}
-{{- end }}
-
 {{/* Durations as the daemon's flags spell them. */}}
 {{- define "interrupt-sidecar.ms" -}}
 {{- printf "%dms" (round (mulf . 1000) 0 | int) }}
@@ -107,8 +97,17 @@ Rendered (empty) at the top of every pod-bearing template.
 {{- if and $s.tcp.enabled (not $s.auth.enabled) }}
 {{- fail "sidecar.tcp.enabled needs sidecar.auth.enabled: anyone who can reach the TCP port could interrupt executions and have their tools killed" }}
 {{- end }}
-{{- if and (eq (include "interrupt-sidecar.probeMode" .) "grpc") (not $s.tcp.enabled) }}
-{{- fail "sidecar.probes.mode=grpc needs sidecar.tcp.enabled: the kubelet's grpc probe dials the pod IP, and the daemon serves health only on its listeners. Use mode exec (or auto) with the unix socket alone." }}
+{{- /* The daemon's TCP listeners share the pod's network namespace: one port each. */}}
+{{- $ports := dict }}
+{{- if $s.tcp.enabled }}{{ $_ := set $ports "sidecar.tcp.port" $s.tcp.port }}{{ end }}
+{{- if $s.metrics.enabled }}{{ $_ := set $ports "sidecar.metrics.port" $s.metrics.port }}{{ end }}
+{{- if eq $s.probes.mode "grpc" }}{{ $_ := set $ports "sidecar.health.port" $s.health.port }}{{ end }}
+{{- range $a, $pa := $ports }}
+{{- range $b, $pb := $ports }}
+{{- if and (lt $a $b) (eq (int $pa) (int $pb)) }}
+{{- fail (printf "%s and %s are both %v: the daemon binds each of its TCP listeners in the pod's network namespace, so they need different ports" $a $b $pa) }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- if and (eq $s.mode "native") (semverCompare "<1.29.0-0" .Capabilities.KubeVersion.Version) }}
 {{- fail (printf "sidecar.mode=native needs Kubernetes >= 1.29 (restartable init containers); this cluster is %s: use sidecar.mode=classic" .Capabilities.KubeVersion.Version) }}

@@ -7,8 +7,9 @@ Lists are rendered as YAML list items, maps as YAML mappings, both unindented:
 place them with nindent.
 */}}
 
-{{/* The exec probe / helm test health check: grpc.health.v1.Health/Check over
-the socket. argv: address, timeout seconds, optional bearer token file. */}}
+{{/* The helm test's health check and the exec probe fallback:
+grpc.health.v1.Health/Check over the socket. argv: address, timeout seconds,
+optional bearer token file. */}}
 {{- define "interrupt-sidecar.healthCheckScript" -}}
 import sys
 import grpc
@@ -25,9 +26,9 @@ sys.exit(0 if reply.status == pb.HealthCheckResponse.SERVING else 1)
 
 {{- define "interrupt-sidecar.probe" -}}
 {{- $ctx := index . 0 }}{{- $p := index . 1 -}}
-{{- if eq (include "interrupt-sidecar.probeMode" $ctx) "grpc" }}
+{{- if eq $ctx.Values.sidecar.probes.mode "grpc" }}
 grpc:
-  port: {{ $ctx.Values.sidecar.tcp.port }}
+  port: {{ $ctx.Values.sidecar.health.port }}
 {{- else }}
 exec:
   command:
@@ -67,6 +68,11 @@ failureThreshold: {{ $p.failureThreshold }}
     - --auth-token-file={{ include "interrupt-sidecar.authTokenPath" . }}
     {{- end }}
     - --metrics-listen={{ if $s.metrics.enabled }}0.0.0.0:{{ $s.metrics.port }}{{ end }}
+    {{- if eq $s.probes.mode "grpc" }}
+    # Only grpc.health.v1, for the kubelet's grpc probes: it grants nothing, so
+    # it needs neither the token nor --allow-insecure-tcp.
+    - --health-listen=0.0.0.0:{{ $s.health.port }}
+    {{- end }}
     - --state-dir={{ $s.stateDir }}
     - --grace={{ include "interrupt-sidecar.ms" $s.graceSeconds }}
     - --shutdown-timeout={{ include "interrupt-sidecar.ms" $s.shutdownTimeoutSeconds }}
@@ -76,11 +82,16 @@ failureThreshold: {{ $p.failureThreshold }}
   env:
     {{- toYaml . | nindent 4 }}
   {{- end }}
-  {{- if or $s.tcp.enabled $s.metrics.enabled }}
+  {{- if or $s.tcp.enabled $s.metrics.enabled (eq $s.probes.mode "grpc") }}
   ports:
     {{- if $s.tcp.enabled }}
     - name: grpc
       containerPort: {{ $s.tcp.port }}
+      protocol: TCP
+    {{- end }}
+    {{- if eq $s.probes.mode "grpc" }}
+    - name: health
+      containerPort: {{ $s.health.port }}
       protocol: TCP
     {{- end }}
     {{- if $s.metrics.enabled }}
