@@ -68,6 +68,24 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="also accept process groups whose members run as UID (repeatable; the daemon's own uid always)",
     )
     p.add_argument(
+        "--auth-token-file",
+        metavar="PATH",
+        help="bearer token of the coordinator role, required on TCP listeners (callers send it as "
+        "`authorization: Bearer <token>`; clients read INTERRUPT_SIDECAR_AUTH_TOKEN)",
+    )
+    p.add_argument("--tls-cert", metavar="PATH", help="PEM certificate chain for TCP listeners (TLS)")
+    p.add_argument("--tls-key", metavar="PATH", help="PEM private key of --tls-cert")
+    p.add_argument(
+        "--tls-client-ca",
+        metavar="PATH",
+        help="require client certificates signed by this CA on TCP listeners (mTLS; grants the coordinator role)",
+    )
+    p.add_argument(
+        "--remote-parent-timeout",
+        metavar="DURATION",
+        help="how long a remote parent's daemon may stay unreachable before its children trip (default 10s)",
+    )
+    p.add_argument(
         "--health-listen",
         metavar="HOST:PORT",
         help="also serve only grpc.health.v1 here (for Kubernetes grpc probes; grants nothing, any host allowed)",
@@ -96,6 +114,11 @@ def _serve(args: argparse.Namespace) -> int:
             allow_uids=args.allow_uid,
             holder_grace=args.holder_grace,
             health_listen=args.health_listen,
+            auth_token_file=args.auth_token_file,
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
+            tls_client_ca=args.tls_client_ca,
+            remote_parent_timeout=args.remote_parent_timeout,
         )
     except ConfigError as err:
         print(f"interrupt-sidecar serve: {err}", file=sys.stderr)
@@ -118,9 +141,23 @@ def _address(args: argparse.Namespace) -> str:
     return env or f"unix://{default_socket_path(os.environ)}"
 
 
-def _call(args: argparse.Namespace, fn: Callable[[pb_grpc.CoordinatorServiceStub], Any]) -> Any:
+class _WithCredential:
+    """A stub whose every call carries the coordinator credential (INTERRUPT_SIDECAR_AUTH_TOKEN)."""
+
+    def __init__(self, stub: pb_grpc.CoordinatorServiceStub, token: str) -> None:
+        self._stub = stub
+        self._metadata = (("authorization", f"Bearer {token}"),)
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        method = getattr(self._stub, name)
+        return lambda request, **kwargs: method(request, metadata=self._metadata, **kwargs)
+
+
+def _call(args: argparse.Namespace, fn: Callable[[Any], Any]) -> Any:
+    token = os.environ.get("INTERRUPT_SIDECAR_AUTH_TOKEN", "").strip()
     with grpc.insecure_channel(_address(args)) as channel:
-        return fn(pb_grpc.CoordinatorServiceStub(channel))
+        stub = pb_grpc.CoordinatorServiceStub(channel)
+        return fn(_WithCredential(stub, token) if token else stub)
 
 
 def _duration(text: str | None, name: str) -> Duration | None:
@@ -153,6 +190,8 @@ def _begin(args: argparse.Namespace) -> int:
         budget=_duration(args.budget, "--budget"),
         lease_ttl=_duration(args.lease_ttl, "--lease-ttl"),
         labels=labels,
+        session_id=args.session or "",
+        task_id=args.task or "",
     )
     response = _call(args, lambda stub: stub.BeginExecution(request))
     _print(
@@ -164,13 +203,20 @@ def _begin(args: argparse.Namespace) -> int:
 
 
 def _interrupt(args: argparse.Namespace) -> int:
-    reason = pb.InterruptReason.Value("INTERRUPT_REASON_" + args.reason)
-    if args.context:
-        request = pb.InterruptRequest(context_id=args.context, reason=reason, detail=args.detail or "")
-    elif args.execution_id:
-        request = pb.InterruptRequest(execution_id=args.execution_id, reason=reason, detail=args.detail or "")
-    else:
-        raise ConfigError("name an execution id, or --context CONTEXT_ID")
+    targets = {
+        "execution_id": args.execution_id,
+        "context_id": args.context,
+        "session_id": args.session,
+        "task_id": args.task,
+    }
+    named = {field: value for field, value in targets.items() if value}
+    if len(named) != 1:
+        raise ConfigError("name one target: an execution id, --context, --session or --task")
+    # A session or a task names its own reason (SESSION_RELEASED, TASK_CANCELLED) unless one is given.
+    default = "USER_SIGINT" if ("execution_id" in named or "context_id" in named) else None
+    reason_name = args.reason or default
+    reason = pb.InterruptReason.Value("INTERRUPT_REASON_" + reason_name) if reason_name else 0
+    request = pb.InterruptRequest(reason=reason, detail=args.detail or "", **named)  # type: ignore[arg-type]
     response = _call(args, lambda stub: stub.Interrupt(request))
     lines = [
         f"{o.execution_id}\t{'tripped' if o.tripped else 'already tripped'}\t"
@@ -219,12 +265,20 @@ def _add_client(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--budget", help="wall-clock budget, e.g. 30s")
     p.add_argument("--lease-ttl", help="lease; renew with KeepAlive or it trips with LEASE_LOST")
     p.add_argument("--label", action="append", metavar="KEY=VALUE")
+    p.add_argument("--session", help="session id (Interrupt --session trips the session's executions)")
+    p.add_argument("--task", help="scheduled task id (Interrupt --task trips the task's executions)")
     p.set_defaults(func=_begin)
 
     p = sub.add_parser("interrupt", parents=[common], help="trip an execution, or every execution of a context")
     p.add_argument("execution_id", nargs="?")
     p.add_argument("--context", help="trip every live execution of this context instead")
-    p.add_argument("--reason", default="USER_SIGINT", choices=REASONS, help="why (default USER_SIGINT)")
+    p.add_argument("--session", help="trip every live execution of this session (default reason SESSION_RELEASED)")
+    p.add_argument("--task", help="trip every live execution of this task (default reason TASK_CANCELLED)")
+    p.add_argument(
+        "--reason",
+        choices=REASONS,
+        help="why (default USER_SIGINT; for --session SESSION_RELEASED, for --task TASK_CANCELLED)",
+    )
     p.add_argument("--detail", help="free text for people and logs")
     p.set_defaults(func=_interrupt)
 

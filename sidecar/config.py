@@ -6,7 +6,7 @@ import ipaddress
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -117,6 +117,19 @@ class ServeConfig:
     holder_grace_ns: int = 10_000_000_000
     #: A TCP address serving only grpc.health.v1 (Kubernetes' grpc probes), on any host.
     health_listen: ListenAddress | None = None
+    #: The coordinator role's bearer token, required on TCP listeners (``--auth-token-file``).
+    auth_token: str | None = field(default=None, repr=False)
+    #: TLS for TCP listeners: certificate chain and key (PEM bytes), and the CA whose client
+    #: certificates are required (mTLS) — a verified client certificate grants the coordinator role.
+    tls_cert: bytes | None = field(default=None, repr=False)
+    tls_key: bytes | None = field(default=None, repr=False)
+    tls_client_ca: bytes | None = field(default=None, repr=False)
+    #: How long a remote parent's daemon may stay unreachable before its children trip.
+    remote_parent_timeout_ns: int = 10_000_000_000
+
+    @property
+    def mtls(self) -> bool:
+        return self.tls_client_ca is not None
 
 
 def build_serve_config(
@@ -133,6 +146,11 @@ def build_serve_config(
     allow_uids: list[str] | None = None,
     holder_grace: str | None = None,
     health_listen: str | None = None,
+    auth_token_file: str | None = None,
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
+    tls_client_ca: str | None = None,
+    remote_parent_timeout: str | None = None,
 ) -> ServeConfig:
     """Resolve each setting: flag, else ``INTERRUPT_SIDECAR_*`` variable, else default.
     Refuses values and combinations the daemon cannot run with."""
@@ -151,11 +169,29 @@ def build_serve_config(
         if allow_insecure_tcp is not None
         else env.get(ENV_PREFIX + "ALLOW_INSECURE_TCP", "").lower() in ("1", "true", "yes")
     )
+    token_path = pick(auth_token_file, "AUTH_TOKEN_FILE", "")
+    token = _read_secret(token_path, "--auth-token-file").decode().strip() if token_path else None
+    if token is not None and len(token) < 16:
+        raise ConfigError(f"--auth-token-file {token_path}: the token is {len(token)} characters; use at least 16")
+    cert = _read_secret(p, "--tls-cert") if (p := pick(tls_cert, "TLS_CERT", "")) else None
+    key = _read_secret(p, "--tls-key") if (p := pick(tls_key, "TLS_KEY", "")) else None
+    client_ca = _read_secret(p, "--tls-client-ca") if (p := pick(tls_client_ca, "TLS_CLIENT_CA", "")) else None
+    if (cert is None) != (key is None):
+        raise ConfigError("--tls-cert and --tls-key go together")
+    if client_ca is not None and cert is None:
+        raise ConfigError("--tls-client-ca (mTLS) needs the server's own --tls-cert and --tls-key")
     for address in addresses:
-        if not address.is_unix and not address.is_loopback and not insecure:
+        if address.is_unix:
+            continue
+        if token is None and client_ca is None:
             raise ConfigError(
-                f"--listen {address.grpc_target()}: TCP beyond loopback would let anyone on the network "
-                "interrupt executions; use a unix socket or a loopback address, or pass --allow-insecure-tcp"
+                f"--listen {address.grpc_target()}: a TCP listener needs authentication; give the coordinator "
+                "role a bearer token (--auth-token-file) or require client certificates (--tls-client-ca)"
+            )
+        if cert is None and not address.is_loopback and not insecure:
+            raise ConfigError(
+                f"--listen {address.grpc_target()}: without TLS, tokens would cross the network in clear text; "
+                "add --tls-cert/--tls-key, or pass --allow-insecure-tcp (e.g. inside a pod network you trust)"
             )
     metrics_text = pick(metrics_listen, "METRICS_LISTEN", "")
     metrics = parse_listen(metrics_text) if metrics_text else None
@@ -188,12 +224,20 @@ def build_serve_config(
             raise ConfigError(f"--allow-uid {text!r}: uids are >= 0")
         uids.add(uid)
     holder_grace_ns = parse_duration(pick(holder_grace, "HOLDER_GRACE", "10s"), "--holder-grace")
+    remote_parent_ns = parse_duration(
+        pick(remote_parent_timeout, "REMOTE_PARENT_TIMEOUT", "10s"), "--remote-parent-timeout"
+    )
     health_text = pick(health_listen, "HEALTH_LISTEN", "")
     health_address = parse_listen(health_text) if health_text else None
     if health_address is not None and health_address.is_unix:
         # The health-only listener exists for probes that dial TCP; the main socket serves health already.
         raise ConfigError("--health-listen must be HOST:PORT (the unix socket in --listen serves health already)")
     return ServeConfig(
+        auth_token=token,
+        tls_cert=cert,
+        tls_key=key,
+        tls_client_ca=client_ca,
+        remote_parent_timeout_ns=remote_parent_ns,
         health_listen=health_address,
         holder_grace_ns=holder_grace_ns,
         allow_uids=frozenset(uids),
@@ -206,3 +250,10 @@ def build_serve_config(
         shutdown_timeout_ns=shutdown_ns,
         log_level=level,
     )
+
+
+def _read_secret(path: str, flag: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as err:
+        raise ConfigError(f"{flag} {path}: {err.strerror}") from None

@@ -25,6 +25,7 @@ from sidecar.config import ListenAddress, ServeConfig
 from sidecar.domain.coordinator import Coordinator
 from sidecar.domain.types import InterruptReason, SystemClock
 from sidecar.errors import SidecarError, Unavailable
+from sidecar.federation import RemoteParentFollower
 from sidecar.metrics import PrometheusObserver
 from sidecar.osedge.journal import Journal, JournalError
 from sidecar.osedge.process_groups import ProcessGroups
@@ -32,6 +33,7 @@ from sidecar.runtime.observer import NOOP_OBSERVER, TripObserver
 from sidecar.runtime.recovery import recover
 from sidecar.runtime.trip_path import TripPath
 from sidecar.runtime.watch import WatchHub
+from sidecar.services.auth import CoordinatorAuth
 from sidecar.services.coordinator import CoordinatorService
 from sidecar.services.tool_channel import ToolChannelService
 
@@ -82,9 +84,14 @@ class Daemon:
         observer: TripObserver = self.metrics if self.metrics is not None else NOOP_OBSERVER
         self.trip_path = TripPath(self.clock, self.process_groups, self.hub, observer)
         self.coordinator = Coordinator(self.trip_path, self.clock, default_grace_ns=config.grace_ns)
+        self.remote_parents = RemoteParentFollower(
+            self.trip_path,
+            default_unreachable_ns=config.remote_parent_timeout_ns,
+            root_certificates=config.tls_client_ca,
+        )
         self.health = health.aio.HealthServicer()
         self.addresses: list[str] = []
-        self._server: grpc.aio.Server | None = None
+        self._servers: list[grpc.aio.Server] = []
         self._tool_channel = ToolChannelService(self.coordinator, self.trip_path, self.hub, self.process_groups)
         self._metrics_server: WSGIServer | None = None
         self._state_lock: int | None = None
@@ -98,39 +105,51 @@ class Daemon:
         # Metrics first: a taken port then fails the start before gRPC serves anything.
         if self.config.metrics_listen is not None:
             self._start_metrics(self.config.metrics_listen)
-        server = grpc.aio.server(options=GRPC_OPTIONS)
-        pb_grpc.add_CoordinatorServiceServicer_to_server(
-            CoordinatorService(self.coordinator, self.trip_path, self.hub), server
-        )
-        pb_grpc.add_ToolChannelServiceServicer_to_server(self._tool_channel, server)
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
-        reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+        # Unix sockets and TCP listeners are served by separate servers over the same
+        # services: the socket's file mode guards the first, the coordinator credential
+        # (and TLS) the second — grpc cannot tell an interceptor which listener a call used.
+        coordinator_service = CoordinatorService(self.coordinator, self.trip_path, self.hub, self.remote_parents)
+        local = [a for a in self.config.listen if a.is_unix]
+        network = [a for a in self.config.listen if not a.is_unix]
+        servers: list[tuple[grpc.aio.Server, list[ListenAddress]]] = []
+        if local:
+            servers.append((self._grpc_server(coordinator_service), local))
+        if network:
+            auth = CoordinatorAuth(self.config.auth_token, mtls=self.config.mtls, observer=self.trip_path.observer)
+            servers.append((self._grpc_server(coordinator_service, auth), network))
         health_server: grpc.aio.Server | None = None
         try:
-            for address in self.config.listen:
-                self.addresses.append(self._bind(server, address))
+            for server, addresses in servers:
+                for address in addresses:
+                    self.addresses.append(self._bind(server, address))
             if self.config.health_listen is not None:
                 # A server of its own, carrying only the health service (the same servicer,
                 # so shutdown's NOT_SERVING shows here too): safe on the pod IP, where the
                 # kubelet's grpc probe dials, because it grants no power over executions.
                 health_server = grpc.aio.server(options=GRPC_OPTIONS)
                 health_pb2_grpc.add_HealthServicer_to_server(self.health, health_server)
-                self._bind(health_server, self.config.health_listen)
+                self._bind(health_server, self.config.health_listen, plaintext=True)
         except StartupError:
             self._stop_metrics()
             self._close_journal()
-            await server.stop(None)
+            for server, _ in servers:
+                await server.stop(None)
             if health_server is not None:
                 await health_server.stop(None)
             raise
         if self.trip_path.journal is not None:
             # After the binds (no other daemon answers here) and under the state-dir lock
             # (no other daemon owns this journal), before any RPC can be served.
-            recover(
+            report = recover(
                 self.coordinator, self.trip_path, self.trip_path.journal, holder_grace_ns=self.config.holder_grace_ns
             )
-        await server.start()
-        self._server = server
+            for execution_id in report.restored:
+                execution = self.coordinator.get(execution_id)
+                if execution.remote_parent is not None and not execution.signal.cancelled and not execution.ended:
+                    self.remote_parents.follow(execution)
+        for server, _ in servers:
+            await server.start()
+        self._servers = [server for server, _ in servers]
         if health_server is not None:
             await health_server.start()
             self._health_server = health_server
@@ -142,6 +161,16 @@ class Daemon:
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         if self.metrics is not None:
             self.metrics.set_serving(True)
+
+    def _grpc_server(
+        self, coordinator_service: CoordinatorService, auth: CoordinatorAuth | None = None
+    ) -> grpc.aio.Server:
+        server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=[auth] if auth is not None else None)
+        pb_grpc.add_CoordinatorServiceServicer_to_server(coordinator_service, server)
+        pb_grpc.add_ToolChannelServiceServicer_to_server(self._tool_channel, server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+        return server
 
     def _open_journal(self, state_dir: Path) -> None:
         """Create the state dir (owner-only), take its lock, open the journal."""
@@ -172,7 +201,7 @@ class Daemon:
             os.close(self._state_lock)  # releases the flock
             self._state_lock = None
 
-    def _bind(self, server: grpc.aio.Server, address: ListenAddress) -> str:
+    def _bind(self, server: grpc.aio.Server, address: ListenAddress, *, plaintext: bool = False) -> str:
         if address.unix_path is not None:
             _prepare_unix_socket(address.unix_path)
             # Create the socket file with no access beyond the owner from the
@@ -186,7 +215,16 @@ class Daemon:
                 os.umask(old_umask)
             return address.grpc_target()
         try:
-            port = server.add_insecure_port(address.grpc_target())
+            # The health-only listener stays plaintext: the kubelet's grpc probe speaks no TLS.
+            if not plaintext and self.config.tls_cert is not None and self.config.tls_key is not None:
+                credentials = grpc.ssl_server_credentials(
+                    [(self.config.tls_key, self.config.tls_cert)],
+                    root_certificates=self.config.tls_client_ca,
+                    require_client_auth=self.config.mtls,
+                )
+                port = server.add_secure_port(address.grpc_target(), credentials)
+            else:
+                port = server.add_insecure_port(address.grpc_target())
         except RuntimeError as err:
             raise StartupError(f"cannot listen on {address.grpc_target()}: {err} (is the port in use?)") from err
         return address.grpc_target(port)
@@ -208,8 +246,7 @@ class Daemon:
         """Ordered and bounded: stop taking work, trip everything with
         SYSTEM_SHUTDOWN, give tools the grace to unwind and groups time to die,
         end the streams ourselves, then stop the server."""
-        server = self._server
-        if server is None:
+        if not self._servers:
             return
         await self.health.enter_graceful_shutdown()
         if self.metrics is not None:
@@ -233,8 +270,9 @@ class Daemon:
         streams_deadline = loop.time() + 1.0
         while self._tool_channel.open_streams and loop.time() < streams_deadline:
             await asyncio.sleep(0.01)
-        await server.stop(grace=1.0)
-        self._server = None
+        await asyncio.gather(*(server.stop(grace=1.0) for server in self._servers))
+        self._servers = []
+        await self.remote_parents.close()
         if self._health_server is not None:
             await self._health_server.stop(None)
             self._health_server = None

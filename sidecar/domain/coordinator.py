@@ -10,7 +10,7 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from sidecar.domain.execution import Execution, ExecutionEffects, ExecutionLimits
+from sidecar.domain.execution import Execution, ExecutionEffects, ExecutionLimits, RemoteParent
 from sidecar.domain.types import Clock, Instant, InterruptReason
 from sidecar.errors import (
     AlreadyExists,
@@ -36,6 +36,9 @@ class ExecutionSpec:
     budget_ns: int | None = None
     lease_ttl_ns: int | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    session_id: str = ""
+    task_id: str = ""
+    remote_parent: RemoteParent | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +81,8 @@ class Coordinator:
         self._ended: OrderedDict[str, Execution] = OrderedDict()
         self._by_context: dict[str, dict[str, Execution]] = {}
         self._children: dict[str, dict[str, Execution]] = {}
+        self._by_session: dict[str, dict[str, Execution]] = {}
+        self._by_task: dict[str, dict[str, Execution]] = {}
         self._tokens: dict[str, tuple[bytes, Execution]] = {}
         self._token_of: dict[str, str] = {}
 
@@ -130,6 +135,13 @@ class Coordinator:
             )
             execution.token_id = token_id
             execution.token_digest = token_digest
+            execution.session_id = spec.session_id
+            execution.task_id = spec.task_id
+            execution.remote_parent = spec.remote_parent
+            if spec.session_id:
+                self._by_session.setdefault(spec.session_id, {})[execution_id] = execution
+            if spec.task_id:
+                self._by_task.setdefault(spec.task_id, {})[execution_id] = execution
             if begun_wall_ns is not None:
                 now = execution.begun_at
                 execution.begun_at = Instant(now.mono_ns - max(0, now.wall_ns - begun_wall_ns), begun_wall_ns)
@@ -163,6 +175,22 @@ class Coordinator:
         """Trip every live execution of ``context_id`` and no other."""
         with self._lock:
             targets = list(self._by_context.get(context_id, {}).values())
+        return self._trip_all(targets, reason, detail)
+
+    def interrupt_session(self, session_id: str, reason: InterruptReason, detail: str) -> list[InterruptOutcome]:
+        """Trip every live execution of ``session_id`` (the session was released)."""
+        with self._lock:
+            targets = list(self._by_session.get(session_id, {}).values())
+        return self._trip_all(targets, reason, detail)
+
+    def interrupt_task(self, task_id: str, reason: InterruptReason, detail: str) -> list[InterruptOutcome]:
+        """Trip every live execution of the scheduled task ``task_id``."""
+        with self._lock:
+            targets = list(self._by_task.get(task_id, {}).values())
+        return self._trip_all(targets, reason, detail)
+
+    @staticmethod
+    def _trip_all(targets: list[Execution], reason: InterruptReason, detail: str) -> list[InterruptOutcome]:
         outcomes = []
         for execution in targets:
             tripped, trip = execution.trip(reason, detail)
@@ -183,7 +211,16 @@ class Coordinator:
 
     def end(self, execution_id: str) -> Execution:
         """End an execution: its registrars close, its token stops working.
-        Idempotent for an execution still remembered."""
+        Idempotent for an execution still remembered.
+
+        A child may not outlive its parent: the parent's live children (and theirs) are
+        tripped with PARENT_CANCELLED and ended first, deepest first."""
+        with self._lock:
+            children = list(self._children.get(execution_id, {}).values())
+        for child in children:
+            if not child.ended:
+                child.trip(InterruptReason.PARENT_CANCELLED, f"parent execution {execution_id!r} ended")
+                self.end(child.execution_id)
         with self._lock:
             execution = self._live.pop(execution_id, None)
             if execution is None:
@@ -197,10 +234,16 @@ class Coordinator:
                 if not siblings:
                     self._by_context.pop(execution.context_id, None)
             if execution.parent_execution_id:
-                children = self._children.get(execution.parent_execution_id, {})
-                children.pop(execution_id, None)
-                if not children:
+                siblings_of_child = self._children.get(execution.parent_execution_id, {})
+                siblings_of_child.pop(execution_id, None)
+                if not siblings_of_child:
                     self._children.pop(execution.parent_execution_id, None)
+            for index, key in ((self._by_session, execution.session_id), (self._by_task, execution.task_id)):
+                if key:
+                    members = index.get(key, {})
+                    members.pop(execution_id, None)
+                    if not members:
+                        index.pop(key, None)
             token_id = self._token_of.pop(execution_id, None)
             if token_id is not None:
                 self._tokens.pop(token_id, None)
@@ -244,8 +287,8 @@ class Coordinator:
     def resolve_token(self, token: str) -> Execution:
         """The live execution an attach token grants.
 
-        Empty → Unauthenticated; malformed → InvalidArgument; unknown (or its
-        execution ended) → NotFound; right id, wrong secret → PermissionDenied.
+        Empty → Unauthenticated; malformed → InvalidArgument; anything else that
+        grants nothing (unknown, wrong secret, execution ended) → PermissionDenied.
         """
         if not token:
             raise Unauthenticated(
@@ -257,13 +300,15 @@ class Coordinator:
                 f"hello.attach_token is not an attach token (expected '{TOKEN_PREFIX}.<id>.<secret>' "
                 "as returned by BeginExecution)"
             )
+        # One answer for an unknown id, a wrong secret and an ended execution: a caller
+        # without the right token learns nothing about which executions exist.
         entry = self._tokens.get(parts[1])
-        if entry is None:
-            raise NotFound("no live execution has this attach token (it ended, or the token is from another daemon)")
-        digest, execution = entry
-        if not hmac.compare_digest(digest, _digest(parts[2])):
-            raise PermissionDenied("the attach token's secret is wrong")
-        return execution
+        if entry is None or not hmac.compare_digest(entry[0], _digest(parts[2])):
+            raise PermissionDenied(
+                "the attach token does not grant a live execution (it ended, it is from another daemon, "
+                "or it was mistyped); ask the agent for the current one"
+            )
+        return entry[1]
 
 
 def _digest(secret: str) -> bytes:

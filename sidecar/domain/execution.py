@@ -86,6 +86,20 @@ class ExecutionEffects(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class RemoteParent:
+    """A parent execution in another daemon: this execution trips when it trips or ends."""
+
+    address: str
+    execution_id: str
+    #: Bearer token for that daemon's coordinator role ("" when it needs none). A secret.
+    credential: str = field(default="", repr=False)
+    #: Unreachable for longer than this → HOLDER_LOST (None: the daemon's default).
+    unreachable_after_ns: int | None = None
+    keep_running_when_unreachable: bool = False
+    tls: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class ExecutionLimits:
     max_tools: int = 10_000
     max_terminators_per_tool: int = 1_024
@@ -176,6 +190,11 @@ class Execution:
         #: The attach token's id and secret digest (set by the coordinator; journaled).
         self.token_id = ""
         self.token_digest = b""
+        #: The agent session and scheduled task it belongs to (targets of Interrupt).
+        self.session_id = ""
+        self.task_id = ""
+        #: A parent owned by another daemon (watched by the federation layer), or None.
+        self.remote_parent: RemoteParent | None = None
 
     # -- state ---------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from sidecar.runtime.observer import (
     INTERRUPT_OUTCOMES,
     REFUSAL_CAUSES,
     TERMINATOR_KINDS,
+    AuthRole,
     InterruptOutcomeLabel,
     RefusalCause,
     TerminatorKind,
@@ -167,6 +168,12 @@ class PrometheusObserver:
         self._lease_losses = Counter(
             f"{p}_lease_losses", "Executions tripped because their lease ran out (LEASE_LOST).", registry=registry
         )
+        self._auth_denials = Counter(
+            f"{p}_auth_denials",
+            "Callers refused for lack of the right credential, by role needed and gRPC status code.",
+            ["role", "code"],
+            registry=registry,
+        )
 
         # Children cached by enum: the hot path never formats a label value.
         self._stream_children = {b: self._streams.labels(b.name) for b in InterruptBehavior}
@@ -271,3 +278,6 @@ class PrometheusObserver:
 
     def lease_lost(self) -> None:
         self._lease_losses.inc()
+
+    def auth_denied(self, role: AuthRole, code: str) -> None:
+        self._auth_denials.labels(role, code).inc()

@@ -27,6 +27,10 @@ from sidecar.domain.types import InterruptBehavior, InterruptReason
 InterruptOutcomeLabel = Literal["tripped", "already_tripped", "not_found", "ended"]
 INTERRUPT_OUTCOMES: Final[tuple[InterruptOutcomeLabel, ...]] = ("tripped", "already_tripped", "not_found", "ended")
 
+#: Which credential a refused caller needed: the agent's (coordinator) or a tool's (attach token).
+AuthRole = Literal["coordinator", "tool"]
+AUTH_ROLES: Final[tuple[AuthRole, ...]] = ("coordinator", "tool")
+
 #: What kind of terminator ran or failed.
 TerminatorKind = Literal["callback", "process_group"]
 TERMINATOR_KINDS: Final[tuple[TerminatorKind, ...]] = ("callback", "process_group")
@@ -122,6 +126,11 @@ class TripObserver(Protocol):
     def lease_lost(self) -> None:
         """An execution's lease ran out unrenewed and it tripped with LEASE_LOST."""
 
+    # -- authentication ----------------------------------------------------------
+
+    def auth_denied(self, role: AuthRole, code: str) -> None:
+        """A caller was refused for ``role`` with gRPC status ``code`` (a status name)."""
+
 
 class NoopObserver:
     """Observes nothing: the default when metrics are off."""
@@ -179,6 +188,9 @@ class NoopObserver:
         pass
 
     def lease_lost(self) -> None:
+        pass
+
+    def auth_denied(self, role: AuthRole, code: str) -> None:
         pass
 
 

@@ -26,7 +26,7 @@ import logging
 from dataclasses import dataclass, field
 
 from sidecar.domain.coordinator import Coordinator, ExecutionSpec
-from sidecar.domain.execution import ProcessGroupSpec
+from sidecar.domain.execution import ProcessGroupSpec, RemoteParent
 from sidecar.domain.types import Instant, InterruptBehavior, InterruptReason
 from sidecar.errors import SidecarError
 from sidecar.osedge.journal import Journal, JournaledExecution
@@ -100,6 +100,9 @@ def _recover_one(
             budget_ns=_int_or_none(spec.get("budget_ns")),
             lease_ttl_ns=_int_or_none(spec.get("lease_ttl_ns")),
             labels={str(k): str(v) for k, v in dict(spec.get("labels") or {}).items()},  # type: ignore[call-overload]
+            session_id=str(spec.get("session_id") or ""),
+            task_id=str(spec.get("task_id") or ""),
+            remote_parent=_remote_parent(spec.get("remote_parent")),
         ),
         record.token_id,
         record.token_digest,
@@ -145,6 +148,19 @@ def _recover_one(
         within = execution.lease_ttl_ns or holder_grace_ns
         trip_path.expect_holder(execution, within)
         report.awaiting_holder.append(record.execution_id)
+
+
+def _remote_parent(value: object) -> RemoteParent | None:
+    if not isinstance(value, dict):
+        return None
+    return RemoteParent(
+        address=str(value.get("address", "")),
+        execution_id=str(value.get("execution_id", "")),
+        credential=str(value.get("credential", "")),
+        unreachable_after_ns=_int_or_none(value.get("unreachable_after_ns")),
+        keep_running_when_unreachable=bool(value.get("keep_running_when_unreachable")),
+        tls=bool(value.get("tls")),
+    )
 
 
 def _int_or_none(value: object) -> int | None:

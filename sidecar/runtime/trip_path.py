@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import signal as signal_module
@@ -115,6 +116,11 @@ class TripPath:
                     "budget_ns": execution.budget_ns,
                     "lease_ttl_ns": execution.lease_ttl_ns,
                     "labels": execution.labels,
+                    "session_id": execution.session_id,
+                    "task_id": execution.task_id,
+                    # The credential too: the restarted daemon must follow the parent again.
+                    # The journal is owner-only (0600 in a 0700 directory), like the token digests.
+                    "remote_parent": dataclasses.asdict(execution.remote_parent) if execution.remote_parent else None,
                 },
                 execution.token_id,
                 execution.token_digest,

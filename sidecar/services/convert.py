@@ -36,7 +36,21 @@ def execution(e: Execution) -> pb.Execution:
         attached_tools=e.attached_tools,
         grace_overruns=e.grace_overruns,
         holders=e.holders,
+        session_id=e.session_id,
+        task_id=e.task_id,
     )
+    if e.remote_parent is not None:
+        parent = e.remote_parent
+        msg.remote_parent.CopyFrom(
+            pb.RemoteParent(  # never the credential
+                address=parent.address,
+                execution_id=parent.execution_id,
+                keep_running_when_unreachable=parent.keep_running_when_unreachable,
+                tls=parent.tls,
+            )
+        )
+        if parent.unreachable_after_ns is not None:
+            msg.remote_parent.unreachable_after.CopyFrom(duration(parent.unreachable_after_ns))
     trip = e.trip_info
     if trip is not None:
         msg.reason = int(trip.reason)  # type: ignore[assignment]

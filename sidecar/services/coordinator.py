@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import grpc
 from interrupt.v1 import interrupt_pb2 as pb
 from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 from sidecar.domain.coordinator import Coordinator, ExecutionSpec, InterruptOutcome
+from sidecar.domain.execution import Execution, RemoteParent
 from sidecar.domain.types import InterruptReason
 from sidecar.errors import FailedPrecondition, InvalidArgument, NotFound, SidecarError
 from sidecar.runtime.trip_path import TripPath
@@ -16,11 +19,24 @@ from sidecar.services import validation as v
 from sidecar.services.status import Context, abort, maps_errors
 
 
+class RemoteParents(Protocol):
+    """Follows parents that live in other daemons (implemented by ``sidecar.federation``)."""
+
+    async def check(self, parent: RemoteParent) -> None:
+        """Refuse (NOT_FOUND, UNAVAILABLE, ...) unless the parent exists and can be reached."""
+
+    def follow(self, execution: Execution) -> None:
+        """Trip ``execution`` when its remote parent trips or ends, or stays unreachable."""
+
+
 class CoordinatorService(pb_grpc.CoordinatorServiceServicer):
-    def __init__(self, coordinator: Coordinator, trip_path: TripPath, hub: WatchHub) -> None:
+    def __init__(
+        self, coordinator: Coordinator, trip_path: TripPath, hub: WatchHub, remote_parents: RemoteParents | None = None
+    ) -> None:
         self._coordinator = coordinator
         self._trip_path = trip_path
         self._hub = hub
+        self._remote_parents = remote_parents
 
     @maps_errors
     async def BeginExecution(self, request: pb.BeginExecutionRequest, context: Context) -> pb.BeginExecutionResponse:
@@ -44,17 +60,33 @@ class CoordinatorService(pb_grpc.CoordinatorServiceServicer):
                 else None
             ),
             labels=v.labels(request.labels),
+            session_id=v.identifier(request.session_id, "session_id", required=False),
+            task_id=v.identifier(request.task_id, "task_id", required=False),
+            remote_parent=v.remote_parent(request.remote_parent) if request.HasField("remote_parent") else None,
         )
+        if spec.remote_parent is not None:
+            if spec.parent_execution_id:
+                raise InvalidArgument("set parent_execution_id (a parent here) or remote_parent (elsewhere), not both")
+            if self._remote_parents is None:
+                raise FailedPrecondition("this daemon does not follow remote parents")
+            # Before the execution exists: a parent that is unknown or unreachable refuses the begin.
+            await self._remote_parents.check(spec.remote_parent)
         execution, token = self._coordinator.begin(spec)
+        if execution.remote_parent is not None and self._remote_parents is not None:
+            self._remote_parents.follow(execution)
         return pb.BeginExecutionResponse(
             execution_id=execution.execution_id, attach_token=token, execution=convert.execution(execution)
         )
 
     @maps_errors
     async def Interrupt(self, request: pb.InterruptRequest, context: Context) -> pb.InterruptResponse:
-        reason = v.reason(request.reason)
-        detail = v.detail(request.detail)
         target = request.WhichOneof("target")
+        # A released session or a cancelled task names its own reason when the caller does not.
+        default = {"session_id": InterruptReason.SESSION_RELEASED, "task_id": InterruptReason.TASK_CANCELLED}.get(
+            target or ""
+        )
+        reason = default if (default is not None and request.reason == 0) else v.reason(request.reason)
+        detail = v.detail(request.detail)
         outcomes: list[InterruptOutcome]
         if target == "execution_id":
             execution_id = v.identifier(request.execution_id, "execution_id", required=True)
@@ -66,13 +98,18 @@ class CoordinatorService(pb_grpc.CoordinatorServiceServicer):
             except FailedPrecondition:
                 self._trip_path.observer.interrupt_requested(reason, "ended")
                 raise
-        elif target == "context_id":
-            context_id = v.identifier(request.context_id, "context_id", required=True)
-            outcomes = self._coordinator.interrupt_context(context_id, reason, detail)
+        elif target in ("context_id", "session_id", "task_id"):
+            key = v.identifier(getattr(request, target), target, required=True)
+            by_target = {
+                "context_id": self._coordinator.interrupt_context,
+                "session_id": self._coordinator.interrupt_session,
+                "task_id": self._coordinator.interrupt_task,
+            }
+            outcomes = by_target[target](key, reason, detail)
             if not outcomes:
                 self._trip_path.observer.interrupt_requested(reason, "not_found")
         else:
-            raise InvalidArgument("name a target: execution_id or context_id")
+            raise InvalidArgument("name a target: execution_id, context_id, session_id or task_id")
         self._observe(reason, outcomes)
         return pb.InterruptResponse(
             outcomes=[

@@ -25,7 +25,15 @@ from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 from sidecar.domain.coordinator import Coordinator
 from sidecar.domain.execution import CallbackSpec, ProcessGroupSpec, TerminatorSpec, ToolRun, ensure_behavior_allows
 from sidecar.domain.types import Instant, Trip
-from sidecar.errors import FailedPrecondition, Internal, InvalidArgument, ResourceExhausted, SidecarError
+from sidecar.errors import (
+    FailedPrecondition,
+    Internal,
+    InvalidArgument,
+    PermissionDenied,
+    ResourceExhausted,
+    SidecarError,
+    Unauthenticated,
+)
 from sidecar.osedge.process_groups import ProcessGroups
 from sidecar.runtime import events
 from sidecar.runtime.observer import NOOP_OBSERVER, TripObserver, refusal_cause
@@ -216,7 +224,11 @@ class ToolChannelService(pb_grpc.ToolChannelServiceServicer):
             session.finish_reading()
 
     def _hello(self, session: AttachSession, hello: pb.Hello) -> None:
-        execution = self._coordinator.resolve_token(hello.attach_token)
+        try:
+            execution = self._coordinator.resolve_token(hello.attach_token)
+        except (Unauthenticated, PermissionDenied) as denied:
+            self._trip_path.observer.auth_denied("tool", denied.status_name)
+            raise
         behavior = v.behavior(hello.behavior)
         tool_name = v.text(hello.tool_name, "hello.tool_name")
         tool_call_id = v.text(hello.tool_call_id, "hello.tool_call_id")

@@ -10,7 +10,9 @@ import re
 from collections.abc import Mapping
 
 from google.protobuf.duration_pb2 import Duration
+from interrupt.v1 import interrupt_pb2 as pb
 
+from sidecar.domain.execution import RemoteParent
 from sidecar.domain.types import InterruptBehavior, InterruptReason, ToolOutcome
 from sidecar.errors import InvalidArgument
 
@@ -115,3 +117,28 @@ def _human(ns: int) -> str:
 
 def _preview(value: str) -> str:
     return repr(value if len(value) <= 40 else value[:40] + "…")
+
+
+def remote_parent(value: pb.RemoteParent) -> RemoteParent:
+    """A parent in another daemon: where it is, which execution, and how long it may vanish."""
+    address = value.address.strip()
+    if not address:
+        raise InvalidArgument("remote_parent.address is required: the parent daemon's HOST:PORT or unix:///path")
+    text(address, "remote_parent.address")
+    return RemoteParent(
+        address=address,
+        execution_id=identifier(value.execution_id, "remote_parent.execution_id", required=True),
+        credential=text(value.credential, "remote_parent.credential", max_chars=4096),
+        unreachable_after_ns=(
+            duration_ns(
+                value.unreachable_after,
+                "remote_parent.unreachable_after",
+                minimum_ns=MIN_LEASE_NS,
+                maximum_ns=MAX_LEASE_NS,
+            )
+            if value.HasField("unreachable_after")
+            else None
+        ),
+        keep_running_when_unreachable=value.keep_running_when_unreachable,
+        tls=value.tls,
+    )

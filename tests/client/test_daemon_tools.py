@@ -375,7 +375,7 @@ def test_refused_attaches_raise_readable_errors(daemon: DaemonProcess, coordinat
     cases: list[tuple[str, type[Exception]]] = [
         ("", Unauthenticated),
         ("not-a-token", InvalidArgument),
-        (f"{prefix}.0000000000000000.secret", NotFound),
+        (f"{prefix}.0000000000000000.secret", PermissionDenied),
         (f"{prefix}.{token_id}.wrong-secret", PermissionDenied),
     ]
     for token, error in cases:
@@ -383,7 +383,7 @@ def test_refused_attaches_raise_readable_errors(daemon: DaemonProcess, coordinat
             attach(address=daemon.address, token=token)
         assert "attach" in str(raised.value)
     coordinator.end(begun.execution_id)
-    with pytest.raises(NotFound):  # the token of an ended execution
+    with pytest.raises(PermissionDenied):  # the token of an ended execution: no different from a wrong one
         attach(address=daemon.address, token=begun.attach_token)
 
 

@@ -30,6 +30,10 @@ NO_FLAGS: dict[str, None] = {
     "allow_insecure_tcp": None,
     "shutdown_timeout": None,
     "log_level": None,
+    "auth_token_file": None,
+    "tls_cert": None,
+    "tls_key": None,
+    "tls_client_ca": None,
 }
 
 
@@ -37,11 +41,24 @@ def config(env: dict[str, str] | None = None, **flags: Any) -> ServeConfig:
     return build_serve_config(**{**NO_FLAGS, **flags}, env=env or {})
 
 
-def test_flag_beats_environment_beats_default() -> None:
+@pytest.fixture(scope="module")
+def token_file() -> Iterator[str]:
+    """A coordinator credential for TCP listeners, in an owner-only file."""
+    with tempfile.TemporaryDirectory(prefix="isd-tok-") as directory:
+        path = Path(directory) / "token"
+        path.write_text("conformance-coordinator-token-0123456789\n")
+        path.chmod(0o600)
+        yield str(path)
+
+
+def test_flag_beats_environment_beats_default(token_file: str) -> None:
     assert config().grace_ns == 500_000_000
     assert config({"INTERRUPT_SIDECAR_GRACE": "2s"}).grace_ns == 2_000_000_000
     assert config({"INTERRUPT_SIDECAR_GRACE": "2s"}, grace="750ms").grace_ns == 750_000_000
-    env = {"INTERRUPT_SIDECAR_LISTEN": "unix:///tmp/a.sock,127.0.0.1:7000"}
+    env = {
+        "INTERRUPT_SIDECAR_LISTEN": "unix:///tmp/a.sock,127.0.0.1:7000",
+        "INTERRUPT_SIDECAR_AUTH_TOKEN_FILE": token_file,
+    }
     assert [a.grpc_target() for a in config(env).listen] == ["unix:///tmp/a.sock", "127.0.0.1:7000"]
     assert [a.grpc_target() for a in config(env, listen=["unix:///tmp/b.sock"]).listen] == ["unix:///tmp/b.sock"]
     assert config({"XDG_RUNTIME_DIR": "/run/user/7"}).listen[0].grpc_target() == (
@@ -53,7 +70,10 @@ def test_flag_beats_environment_beats_default() -> None:
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        ({"listen": ["0.0.0.0:7000"]}, "allow-insecure-tcp"),
+        ({"listen": ["0.0.0.0:7000"]}, "needs authentication"),
+        ({"listen": ["127.0.0.1:7000"]}, "needs authentication"),
+        ({"auth_token_file": "/nonexistent/token"}, "No such file"),
+        ({"tls_cert": "/etc/hostname"}, "go together"),
         ({"listen": ["unix:relative.sock"]}, "absolute path"),
         ({"listen": ["nohost"]}, "neither"),
         ({"grace": "fast"}, "not a duration"),
@@ -69,9 +89,20 @@ def test_invalid_settings_are_refused_with_a_reason(flags: dict[str, Any], messa
         config(**flags)
 
 
-def test_insecure_tcp_is_allowed_only_when_asked() -> None:
-    assert config(listen=["0.0.0.0:7000"], allow_insecure_tcp=True).allow_insecure_tcp
-    assert config({"INTERRUPT_SIDECAR_ALLOW_INSECURE_TCP": "1"}, listen=["[::]:7000"]).allow_insecure_tcp
+def test_plaintext_tcp_beyond_loopback_is_allowed_only_when_asked(token_file: str) -> None:
+    with pytest.raises(ConfigError, match="allow-insecure-tcp"):
+        config(listen=["0.0.0.0:7000"], auth_token_file=token_file)
+    assert config(listen=["127.0.0.1:7000"], auth_token_file=token_file).auth_token is not None
+    assert config(listen=["0.0.0.0:7000"], allow_insecure_tcp=True, auth_token_file=token_file).allow_insecure_tcp
+    env = {"INTERRUPT_SIDECAR_ALLOW_INSECURE_TCP": "1", "INTERRUPT_SIDECAR_AUTH_TOKEN_FILE": token_file}
+    assert config(env, listen=["[::]:7000"]).allow_insecure_tcp
+
+
+def test_a_short_token_is_refused(tmp_short: Path) -> None:
+    short = tmp_short / "token"
+    short.write_text("secret")
+    with pytest.raises(ConfigError, match="at least 16"):
+        config(listen=["127.0.0.1:7000"], auth_token_file=str(short))
 
 
 def test_durations() -> None:
@@ -118,9 +149,20 @@ def test_socket_is_owner_only(daemon: DaemonProcess) -> None:
 
 
 @pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
-async def test_serves_on_tcp_loopback_with_either_loop(tmp_short: Path, loop: str) -> None:
+async def test_serves_on_tcp_loopback_with_either_loop(tmp_short: Path, loop: str, token_file: str) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sidecar", "serve", "--listen", "127.0.0.1:0", "--loop", loop],
+        [
+            sys.executable,
+            "-m",
+            "sidecar",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--loop",
+            loop,
+            "--auth-token-file",
+            token_file,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -135,11 +177,16 @@ async def test_serves_on_tcp_loopback_with_either_loop(tmp_short: Path, loop: st
         assert int(port) > 0
         async with grpc.aio.insecure_channel(ready[1]) as channel:
             stub = pb_grpc.CoordinatorServiceStub(channel)
-            begun = await stub.BeginExecution(pb.BeginExecutionRequest())
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await stub.BeginExecution(pb.BeginExecutionRequest())
+            assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            bearer = (("authorization", "Bearer conformance-coordinator-token-0123456789"),)
+            begun = await stub.BeginExecution(pb.BeginExecutionRequest(), metadata=bearer)
             tool = RawTool(channel)
             await tool.hello(begun.attach_token, pb.INTERRUPT_BEHAVIOR_COOPERATIVE)
             await stub.Interrupt(
-                pb.InterruptRequest(execution_id=begun.execution_id, reason=pb.INTERRUPT_REASON_USER_SIGINT)
+                pb.InterruptRequest(execution_id=begun.execution_id, reason=pb.INTERRUPT_REASON_USER_SIGINT),
+                metadata=bearer,
             )
             assert (await tool.recv()).cancel.reason == pb.INTERRUPT_REASON_USER_SIGINT
     finally:

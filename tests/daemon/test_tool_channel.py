@@ -141,7 +141,7 @@ async def test_unwind_latency_and_grace_overrun_are_reported_on_watch(
     [
         ("", grpc.StatusCode.UNAUTHENTICATED),
         ("garbage", grpc.StatusCode.INVALID_ARGUMENT),
-        ("ist1.0000000000000000.secret", grpc.StatusCode.NOT_FOUND),
+        ("ist1.0000000000000000.secret", grpc.StatusCode.PERMISSION_DENIED),
     ],
 )
 async def test_bad_tokens_end_the_stream_with_their_code(
@@ -152,17 +152,24 @@ async def test_bad_tokens_end_the_stream_with_their_code(
     assert await tool.status() == code
 
 
-async def test_wrong_secret_is_permission_denied_and_ended_execution_not_found(
+async def test_unknown_wrong_and_ended_tokens_are_refused_alike(
     channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceAsyncStub
 ) -> None:
+    # One code and one message for every token that grants nothing: a caller without the
+    # right token cannot learn whether an execution (or a token id) exists.
     begun = await begin(stub)
-    tool = RawTool(channel)
-    await tool.send(hello=pb.Hello(attach_token=begun.attach_token[:-2] + "xx"))
-    assert await tool.status() == grpc.StatusCode.PERMISSION_DENIED
+    prefix = begun.attach_token.split(".")[0]
+    answers = set()
+    for token in (begun.attach_token[:-2] + "xx", f"{prefix}.ffffffffffffffff.secret"):
+        tool = RawTool(channel)
+        await tool.send(hello=pb.Hello(attach_token=token))
+        answers.add((await tool.status(), await tool.call.details()))
     await stub.EndExecution(pb.EndExecutionRequest(execution_id=begun.execution_id))
     tool = RawTool(channel)
     await tool.send(hello=pb.Hello(attach_token=begun.attach_token))
-    assert await tool.status() == grpc.StatusCode.NOT_FOUND
+    answers.add((await tool.status(), await tool.call.details()))
+    assert len(answers) == 1
+    assert next(iter(answers))[0] == grpc.StatusCode.PERMISSION_DENIED
 
 
 async def test_protocol_violations_end_the_stream(

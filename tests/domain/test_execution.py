@@ -222,12 +222,12 @@ def test_tokens_resolve_only_with_the_right_secret(coordinator: Coordinator) -> 
         coordinator.resolve_token("")
     with pytest.raises(InvalidArgument):
         coordinator.resolve_token("not-a-token")
-    with pytest.raises(NotFound):
+    with pytest.raises(PermissionDenied):
         coordinator.resolve_token(f"{prefix}.0000000000000000.{secret}")
     with pytest.raises(PermissionDenied):
         coordinator.resolve_token(f"{prefix}.{token_id}.{secret[:-1]}x")
     coordinator.end(execution.execution_id)
-    with pytest.raises(NotFound):
+    with pytest.raises(PermissionDenied):
         coordinator.resolve_token(token)
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 ADDRESS_ENV = "INTERRUPT_SIDECAR_ADDRESS"
 TOKEN_ENV = "INTERRUPT_SIDECAR_TOKEN"
+#: The coordinator credential a daemon's TCP listener requires (agents, not tools).
+AUTH_TOKEN_ENV = "INTERRUPT_SIDECAR_AUTH_TOKEN"
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import os
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -10,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import grpc
 from interrupt.v1 import interrupt_pb2, interrupt_pb2_grpc
 
-from interrupt_sidecar_client._config import CHANNEL_OPTIONS, resolve_address
+from interrupt_sidecar_client._config import AUTH_TOKEN_ENV, CHANNEL_OPTIONS, resolve_address
 from interrupt_sidecar_client._errors import error_from_rpc
 from interrupt_sidecar_client._types import (
     BegunExecution,
@@ -37,11 +38,17 @@ class AsyncCoordinator:
     ``/tmp/interrupt-sidecar-$UID/sidecar.sock``). The channel is opened on first use, inside the running loop, and
     closed by ``close()`` / ``async with``. Each unary call has a deadline of
     ``timeout`` seconds. Refusals raise :class:`SidecarError` subclasses.
+    ``auth_token`` (default ``INTERRUPT_SIDECAR_AUTH_TOKEN``) is the coordinator
+    credential a daemon's TCP listener requires; it is sent as ``authorization: Bearer``.
     """
 
-    def __init__(self, address: str | None = None, *, timeout: float | None = 10.0) -> None:
+    def __init__(
+        self, address: str | None = None, *, timeout: float | None = 10.0, auth_token: str | None = None
+    ) -> None:
         self._address = resolve_address(address)
         self._timeout = timeout
+        token = auth_token if auth_token is not None else os.environ.get(AUTH_TOKEN_ENV, "").strip()
+        self._metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
         self._channel: grpc.aio.Channel | None = None
         self._stub: interrupt_pb2_grpc.CoordinatorServiceAsyncStub | None = None
 
@@ -67,6 +74,8 @@ class AsyncCoordinator:
         budget: timedelta | float | None = None,
         lease_ttl: timedelta | float | None = None,
         labels: Mapping[str, str] | None = None,
+        session_id: str = "",
+        task_id: str = "",
     ) -> BegunExecution:
         """Begin an execution (a turn or a task) with a fresh, untripped signal.
 
@@ -79,13 +88,15 @@ class AsyncCoordinator:
             parent_execution_id=parent_execution_id,
             context_id=context_id,
             labels=dict(labels or {}),
+            session_id=session_id,
+            task_id=task_id,
         )
         for name, value in (("grace", grace), ("budget", budget), ("lease_ttl", lease_ttl)):
             duration = duration_to_pb(value)
             if duration is not None:
                 getattr(request, name).CopyFrom(duration)
         try:
-            response = await self._coordinator().BeginExecution(request, timeout=self._timeout)
+            response = await self._coordinator().BeginExecution(request, timeout=self._timeout, metadata=self._metadata)
         except grpc.aio.AioRpcError as error:
             raise error_from_rpc(error, "begin execution") from None
         return BegunExecution(
@@ -100,24 +111,31 @@ class AsyncCoordinator:
         execution_id: str | None = None,
         *,
         context_id: str | None = None,
-        reason: InterruptReason,
+        session_id: str | None = None,
+        task_id: str | None = None,
+        reason: InterruptReason | None = None,
         detail: str = "",
     ) -> builtins.list[InterruptOutcome]:
-        """Trip one execution, or every live execution of ``context_id`` (pass exactly one).
+        """Trip one execution, or every live execution of a context, session or task (pass
+        exactly one target). ``reason`` is required except for a session (default
+        SESSION_RELEASED) or a task (default TASK_CANCELLED).
 
         Single-shot: the first reason wins; an execution tripped already is reported with
         ``tripped=False`` and its original reason.
         """
-        if (execution_id is None) == (context_id is None):
-            raise ValueError("pass exactly one of execution_id and context_id")
-        request = interrupt_pb2.InterruptRequest(reason=reason_to_pb(reason), detail=detail)
-        if execution_id is not None:
-            request.execution_id = execution_id
-        else:
-            assert context_id is not None
-            request.context_id = context_id
+        targets = {"execution_id": execution_id, "context_id": context_id, "session_id": session_id, "task_id": task_id}
+        named = {name: value for name, value in targets.items() if value is not None}
+        if len(named) != 1:
+            raise ValueError("pass exactly one of execution_id, context_id, session_id and task_id")
+        if reason is None and not (session_id is not None or task_id is not None):
+            raise ValueError("reason is required (every interrupt says why)")
+        request = interrupt_pb2.InterruptRequest(detail=detail)
+        if reason is not None:
+            request.reason = reason_to_pb(reason)
+        for name, value in named.items():
+            setattr(request, name, value)
         try:
-            response = await self._coordinator().Interrupt(request, timeout=self._timeout)
+            response = await self._coordinator().Interrupt(request, timeout=self._timeout, metadata=self._metadata)
         except grpc.aio.AioRpcError as error:
             raise error_from_rpc(error, "interrupt") from None
         return [
@@ -129,7 +147,9 @@ class AsyncCoordinator:
         """End an execution: every tool's registrar closes. Idempotent."""
         try:
             response = await self._coordinator().EndExecution(
-                interrupt_pb2.EndExecutionRequest(execution_id=execution_id), timeout=self._timeout
+                interrupt_pb2.EndExecutionRequest(execution_id=execution_id),
+                timeout=self._timeout,
+                metadata=self._metadata,
             )
         except grpc.aio.AioRpcError as error:
             raise error_from_rpc(error, f"end execution {execution_id!r}") from None
@@ -139,7 +159,9 @@ class AsyncCoordinator:
         """Renew the execution's lease; returns when it now expires (None: it has no lease)."""
         try:
             response = await self._coordinator().KeepAlive(
-                interrupt_pb2.KeepAliveRequest(execution_id=execution_id), timeout=self._timeout
+                interrupt_pb2.KeepAliveRequest(execution_id=execution_id),
+                timeout=self._timeout,
+                metadata=self._metadata,
             )
         except grpc.aio.AioRpcError as error:
             raise error_from_rpc(error, f"keep execution {execution_id!r} alive") from None
@@ -151,7 +173,9 @@ class AsyncCoordinator:
         """The state of one execution (live, or recently ended)."""
         try:
             response = await self._coordinator().GetExecution(
-                interrupt_pb2.GetExecutionRequest(execution_id=execution_id), timeout=self._timeout
+                interrupt_pb2.GetExecutionRequest(execution_id=execution_id),
+                timeout=self._timeout,
+                metadata=self._metadata,
             )
         except grpc.aio.AioRpcError as error:
             raise error_from_rpc(error, f"get execution {execution_id!r}") from None
@@ -163,6 +187,7 @@ class AsyncCoordinator:
             response = await self._coordinator().ListExecutions(
                 interrupt_pb2.ListExecutionsRequest(context_id=context_id, include_ended=include_ended),
                 timeout=self._timeout,
+                metadata=self._metadata,
             )
         except grpc.aio.AioRpcError as error:
             raise error_from_rpc(error, "list executions") from None

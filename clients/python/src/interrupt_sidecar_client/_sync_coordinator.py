@@ -33,8 +33,10 @@ class Coordinator:
     Thread-safe: calls from several threads run concurrently on the client's loop thread.
     """
 
-    def __init__(self, address: str | None = None, *, timeout: float | None = 10.0) -> None:
-        self._core = AsyncCoordinator(address, timeout=timeout)
+    def __init__(
+        self, address: str | None = None, *, timeout: float | None = 10.0, auth_token: str | None = None
+    ) -> None:
+        self._core = AsyncCoordinator(address, timeout=timeout, auth_token=auth_token)
         self._loop = shared_loop()
 
     @property
@@ -52,6 +54,8 @@ class Coordinator:
         budget: timedelta | float | None = None,
         lease_ttl: timedelta | float | None = None,
         labels: Mapping[str, str] | None = None,
+        session_id: str = "",
+        task_id: str = "",
     ) -> BegunExecution:
         """Begin an execution with a fresh, untripped signal; hand ``attach_token`` to its tools."""
         return self._loop.run(
@@ -63,6 +67,8 @@ class Coordinator:
                 budget=budget,
                 lease_ttl=lease_ttl,
                 labels=labels,
+                session_id=session_id,
+                task_id=task_id,
             )
         )
 
@@ -71,11 +77,22 @@ class Coordinator:
         execution_id: str | None = None,
         *,
         context_id: str | None = None,
-        reason: InterruptReason,
+        session_id: str | None = None,
+        task_id: str | None = None,
+        reason: InterruptReason | None = None,
         detail: str = "",
     ) -> builtins.list[InterruptOutcome]:
-        """Trip one execution, or every live execution of ``context_id`` (pass exactly one)."""
-        return self._loop.run(self._core.interrupt(execution_id, context_id=context_id, reason=reason, detail=detail))
+        """Trip one execution, or every live execution of a context, session or task (pass exactly one)."""
+        return self._loop.run(
+            self._core.interrupt(
+                execution_id,
+                context_id=context_id,
+                session_id=session_id,
+                task_id=task_id,
+                reason=reason,
+                detail=detail,
+            )
+        )
 
     def end(self, execution_id: str) -> ExecutionInfo:
         """End an execution: every tool's registrar closes. Idempotent."""

@@ -237,7 +237,17 @@ type BeginExecutionRequest struct {
 	// execution trips with LEASE_LOST.
 	LeaseTtl *durationpb.Duration `protobuf:"bytes,6,opt,name=lease_ttl,json=leaseTtl,proto3" json:"lease_ttl,omitempty"`
 	// Free-form labels, returned in Execution. At most 64 entries.
-	Labels        map[string]string `protobuf:"bytes,7,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Labels map[string]string `protobuf:"bytes,7,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The agent session this execution belongs to: an Interrupt by session_id
+	// trips every live execution of the session (SESSION_RELEASED by default).
+	SessionId string `protobuf:"bytes,8,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The scheduled task this execution runs: an Interrupt by task_id trips every
+	// live execution of the task (TASK_CANCELLED by default).
+	TaskId string `protobuf:"bytes,9,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// A parent in another daemon (another pod). This execution trips with
+	// PARENT_CANCELLED when that parent trips or ends. Exclusive with
+	// parent_execution_id.
+	RemoteParent  *RemoteParent `protobuf:"bytes,10,opt,name=remote_parent,json=remoteParent,proto3" json:"remote_parent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -321,6 +331,119 @@ func (x *BeginExecutionRequest) GetLabels() map[string]string {
 	return nil
 }
 
+func (x *BeginExecutionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *BeginExecutionRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *BeginExecutionRequest) GetRemoteParent() *RemoteParent {
+	if x != nil {
+		return x.RemoteParent
+	}
+	return nil
+}
+
+// A parent execution owned by another interrupt-sidecar daemon.
+type RemoteParent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// That daemon's address: HOST:PORT (e.g. a Kubernetes Service) or unix:///path.
+	Address     string `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	ExecutionId string `protobuf:"bytes,2,opt,name=execution_id,json=executionId,proto3" json:"execution_id,omitempty"`
+	// The bearer token of that daemon's coordinator role, when it requires one.
+	// Never returned in Execution.
+	Credential string `protobuf:"bytes,3,opt,name=credential,proto3" json:"credential,omitempty"`
+	// How long that daemon may stay unreachable before this execution trips with
+	// HOLDER_LOST. Unset: the daemon's --remote-parent-timeout (10 s).
+	UnreachableAfter *durationpb.Duration `protobuf:"bytes,4,opt,name=unreachable_after,json=unreachableAfter,proto3" json:"unreachable_after,omitempty"`
+	// Keep running (and keep retrying) however long the parent's daemon stays unreachable.
+	KeepRunningWhenUnreachable bool `protobuf:"varint,5,opt,name=keep_running_when_unreachable,json=keepRunningWhenUnreachable,proto3" json:"keep_running_when_unreachable,omitempty"`
+	// Connect with TLS (verified against the system's or --tls-client-ca's roots).
+	Tls           bool `protobuf:"varint,6,opt,name=tls,proto3" json:"tls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoteParent) Reset() {
+	*x = RemoteParent{}
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoteParent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoteParent) ProtoMessage() {}
+
+func (x *RemoteParent) ProtoReflect() protoreflect.Message {
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoteParent.ProtoReflect.Descriptor instead.
+func (*RemoteParent) Descriptor() ([]byte, []int) {
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RemoteParent) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *RemoteParent) GetExecutionId() string {
+	if x != nil {
+		return x.ExecutionId
+	}
+	return ""
+}
+
+func (x *RemoteParent) GetCredential() string {
+	if x != nil {
+		return x.Credential
+	}
+	return ""
+}
+
+func (x *RemoteParent) GetUnreachableAfter() *durationpb.Duration {
+	if x != nil {
+		return x.UnreachableAfter
+	}
+	return nil
+}
+
+func (x *RemoteParent) GetKeepRunningWhenUnreachable() bool {
+	if x != nil {
+		return x.KeepRunningWhenUnreachable
+	}
+	return false
+}
+
+func (x *RemoteParent) GetTls() bool {
+	if x != nil {
+		return x.Tls
+	}
+	return false
+}
+
 type BeginExecutionResponse struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	ExecutionId string                 `protobuf:"bytes,1,opt,name=execution_id,json=executionId,proto3" json:"execution_id,omitempty"`
@@ -334,7 +457,7 @@ type BeginExecutionResponse struct {
 
 func (x *BeginExecutionResponse) Reset() {
 	*x = BeginExecutionResponse{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[1]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -346,7 +469,7 @@ func (x *BeginExecutionResponse) String() string {
 func (*BeginExecutionResponse) ProtoMessage() {}
 
 func (x *BeginExecutionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[1]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -359,7 +482,7 @@ func (x *BeginExecutionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BeginExecutionResponse.ProtoReflect.Descriptor instead.
 func (*BeginExecutionResponse) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{1}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *BeginExecutionResponse) GetExecutionId() string {
@@ -389,8 +512,12 @@ type InterruptRequest struct {
 	//
 	//	*InterruptRequest_ExecutionId
 	//	*InterruptRequest_ContextId
+	//	*InterruptRequest_SessionId
+	//	*InterruptRequest_TaskId
 	Target isInterruptRequest_Target `protobuf_oneof:"target"`
-	Reason InterruptReason           `protobuf:"varint,3,opt,name=reason,proto3,enum=interrupt.v1.InterruptReason" json:"reason,omitempty"`
+	// Why. Required, except for a session_id or task_id target, where it defaults
+	// to SESSION_RELEASED or TASK_CANCELLED.
+	Reason InterruptReason `protobuf:"varint,3,opt,name=reason,proto3,enum=interrupt.v1.InterruptReason" json:"reason,omitempty"`
 	// Free text for people and logs (at most 1024 bytes).
 	Detail        string `protobuf:"bytes,4,opt,name=detail,proto3" json:"detail,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -399,7 +526,7 @@ type InterruptRequest struct {
 
 func (x *InterruptRequest) Reset() {
 	*x = InterruptRequest{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[2]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -411,7 +538,7 @@ func (x *InterruptRequest) String() string {
 func (*InterruptRequest) ProtoMessage() {}
 
 func (x *InterruptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[2]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -424,7 +551,7 @@ func (x *InterruptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptRequest.ProtoReflect.Descriptor instead.
 func (*InterruptRequest) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{2}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *InterruptRequest) GetTarget() isInterruptRequest_Target {
@@ -447,6 +574,24 @@ func (x *InterruptRequest) GetContextId() string {
 	if x != nil {
 		if x, ok := x.Target.(*InterruptRequest_ContextId); ok {
 			return x.ContextId
+		}
+	}
+	return ""
+}
+
+func (x *InterruptRequest) GetSessionId() string {
+	if x != nil {
+		if x, ok := x.Target.(*InterruptRequest_SessionId); ok {
+			return x.SessionId
+		}
+	}
+	return ""
+}
+
+func (x *InterruptRequest) GetTaskId() string {
+	if x != nil {
+		if x, ok := x.Target.(*InterruptRequest_TaskId); ok {
+			return x.TaskId
 		}
 	}
 	return ""
@@ -479,9 +624,23 @@ type InterruptRequest_ContextId struct {
 	ContextId string `protobuf:"bytes,2,opt,name=context_id,json=contextId,proto3,oneof"`
 }
 
+type InterruptRequest_SessionId struct {
+	// Trips every live execution of this session. Reason unset: SESSION_RELEASED.
+	SessionId string `protobuf:"bytes,5,opt,name=session_id,json=sessionId,proto3,oneof"`
+}
+
+type InterruptRequest_TaskId struct {
+	// Trips every live execution of this task. Reason unset: TASK_CANCELLED.
+	TaskId string `protobuf:"bytes,6,opt,name=task_id,json=taskId,proto3,oneof"`
+}
+
 func (*InterruptRequest_ExecutionId) isInterruptRequest_Target() {}
 
 func (*InterruptRequest_ContextId) isInterruptRequest_Target() {}
+
+func (*InterruptRequest_SessionId) isInterruptRequest_Target() {}
+
+func (*InterruptRequest_TaskId) isInterruptRequest_Target() {}
 
 type InterruptOutcome struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -496,7 +655,7 @@ type InterruptOutcome struct {
 
 func (x *InterruptOutcome) Reset() {
 	*x = InterruptOutcome{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[3]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -508,7 +667,7 @@ func (x *InterruptOutcome) String() string {
 func (*InterruptOutcome) ProtoMessage() {}
 
 func (x *InterruptOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[3]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -521,7 +680,7 @@ func (x *InterruptOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptOutcome.ProtoReflect.Descriptor instead.
 func (*InterruptOutcome) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{3}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *InterruptOutcome) GetExecutionId() string {
@@ -554,7 +713,7 @@ type InterruptResponse struct {
 
 func (x *InterruptResponse) Reset() {
 	*x = InterruptResponse{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[4]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -566,7 +725,7 @@ func (x *InterruptResponse) String() string {
 func (*InterruptResponse) ProtoMessage() {}
 
 func (x *InterruptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[4]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -579,7 +738,7 @@ func (x *InterruptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptResponse.ProtoReflect.Descriptor instead.
 func (*InterruptResponse) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{4}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *InterruptResponse) GetOutcomes() []*InterruptOutcome {
@@ -598,7 +757,7 @@ type EndExecutionRequest struct {
 
 func (x *EndExecutionRequest) Reset() {
 	*x = EndExecutionRequest{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[5]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -610,7 +769,7 @@ func (x *EndExecutionRequest) String() string {
 func (*EndExecutionRequest) ProtoMessage() {}
 
 func (x *EndExecutionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[5]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -623,7 +782,7 @@ func (x *EndExecutionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndExecutionRequest.ProtoReflect.Descriptor instead.
 func (*EndExecutionRequest) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{5}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *EndExecutionRequest) GetExecutionId() string {
@@ -642,7 +801,7 @@ type EndExecutionResponse struct {
 
 func (x *EndExecutionResponse) Reset() {
 	*x = EndExecutionResponse{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[6]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -654,7 +813,7 @@ func (x *EndExecutionResponse) String() string {
 func (*EndExecutionResponse) ProtoMessage() {}
 
 func (x *EndExecutionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[6]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -667,7 +826,7 @@ func (x *EndExecutionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndExecutionResponse.ProtoReflect.Descriptor instead.
 func (*EndExecutionResponse) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{6}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *EndExecutionResponse) GetExecution() *Execution {
@@ -686,7 +845,7 @@ type KeepAliveRequest struct {
 
 func (x *KeepAliveRequest) Reset() {
 	*x = KeepAliveRequest{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[7]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -698,7 +857,7 @@ func (x *KeepAliveRequest) String() string {
 func (*KeepAliveRequest) ProtoMessage() {}
 
 func (x *KeepAliveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[7]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -711,7 +870,7 @@ func (x *KeepAliveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeepAliveRequest.ProtoReflect.Descriptor instead.
 func (*KeepAliveRequest) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{7}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *KeepAliveRequest) GetExecutionId() string {
@@ -731,7 +890,7 @@ type KeepAliveResponse struct {
 
 func (x *KeepAliveResponse) Reset() {
 	*x = KeepAliveResponse{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[8]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -743,7 +902,7 @@ func (x *KeepAliveResponse) String() string {
 func (*KeepAliveResponse) ProtoMessage() {}
 
 func (x *KeepAliveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[8]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -756,7 +915,7 @@ func (x *KeepAliveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeepAliveResponse.ProtoReflect.Descriptor instead.
 func (*KeepAliveResponse) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{8}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *KeepAliveResponse) GetLeaseExpiresAt() *timestamppb.Timestamp {
@@ -775,7 +934,7 @@ type GetExecutionRequest struct {
 
 func (x *GetExecutionRequest) Reset() {
 	*x = GetExecutionRequest{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[9]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -787,7 +946,7 @@ func (x *GetExecutionRequest) String() string {
 func (*GetExecutionRequest) ProtoMessage() {}
 
 func (x *GetExecutionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[9]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -800,7 +959,7 @@ func (x *GetExecutionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExecutionRequest.ProtoReflect.Descriptor instead.
 func (*GetExecutionRequest) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{9}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetExecutionRequest) GetExecutionId() string {
@@ -819,7 +978,7 @@ type GetExecutionResponse struct {
 
 func (x *GetExecutionResponse) Reset() {
 	*x = GetExecutionResponse{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[10]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -831,7 +990,7 @@ func (x *GetExecutionResponse) String() string {
 func (*GetExecutionResponse) ProtoMessage() {}
 
 func (x *GetExecutionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[10]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -844,7 +1003,7 @@ func (x *GetExecutionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExecutionResponse.ProtoReflect.Descriptor instead.
 func (*GetExecutionResponse) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{10}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetExecutionResponse) GetExecution() *Execution {
@@ -866,7 +1025,7 @@ type ListExecutionsRequest struct {
 
 func (x *ListExecutionsRequest) Reset() {
 	*x = ListExecutionsRequest{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[11]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -878,7 +1037,7 @@ func (x *ListExecutionsRequest) String() string {
 func (*ListExecutionsRequest) ProtoMessage() {}
 
 func (x *ListExecutionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[11]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -891,7 +1050,7 @@ func (x *ListExecutionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExecutionsRequest.ProtoReflect.Descriptor instead.
 func (*ListExecutionsRequest) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{11}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListExecutionsRequest) GetContextId() string {
@@ -917,7 +1076,7 @@ type ListExecutionsResponse struct {
 
 func (x *ListExecutionsResponse) Reset() {
 	*x = ListExecutionsResponse{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[12]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -929,7 +1088,7 @@ func (x *ListExecutionsResponse) String() string {
 func (*ListExecutionsResponse) ProtoMessage() {}
 
 func (x *ListExecutionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[12]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -942,7 +1101,7 @@ func (x *ListExecutionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExecutionsResponse.ProtoReflect.Descriptor instead.
 func (*ListExecutionsResponse) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{12}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListExecutionsResponse) GetExecutions() []*Execution {
@@ -967,7 +1126,7 @@ type WatchExecutionRequest struct {
 
 func (x *WatchExecutionRequest) Reset() {
 	*x = WatchExecutionRequest{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[13]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -979,7 +1138,7 @@ func (x *WatchExecutionRequest) String() string {
 func (*WatchExecutionRequest) ProtoMessage() {}
 
 func (x *WatchExecutionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[13]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -992,7 +1151,7 @@ func (x *WatchExecutionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchExecutionRequest.ProtoReflect.Descriptor instead.
 func (*WatchExecutionRequest) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{13}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WatchExecutionRequest) GetExecutionId() string {
@@ -1032,14 +1191,18 @@ type Execution struct {
 	// Tools that overran the grace after the trip.
 	GraceOverruns uint32 `protobuf:"varint,16,opt,name=grace_overruns,json=graceOverruns,proto3" json:"grace_overruns,omitempty"`
 	// WatchExecution streams holding the execution now.
-	Holders       uint32 `protobuf:"varint,17,opt,name=holders,proto3" json:"holders,omitempty"`
+	Holders   uint32 `protobuf:"varint,17,opt,name=holders,proto3" json:"holders,omitempty"`
+	SessionId string `protobuf:"bytes,18,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	TaskId    string `protobuf:"bytes,19,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// The parent in another daemon, without its credential.
+	RemoteParent  *RemoteParent `protobuf:"bytes,20,opt,name=remote_parent,json=remoteParent,proto3" json:"remote_parent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Execution) Reset() {
 	*x = Execution{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[14]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1051,7 +1214,7 @@ func (x *Execution) String() string {
 func (*Execution) ProtoMessage() {}
 
 func (x *Execution) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[14]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1064,7 +1227,7 @@ func (x *Execution) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Execution.ProtoReflect.Descriptor instead.
 func (*Execution) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{14}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Execution) GetExecutionId() string {
@@ -1186,6 +1349,27 @@ func (x *Execution) GetHolders() uint32 {
 	return 0
 }
 
+func (x *Execution) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *Execution) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *Execution) GetRemoteParent() *RemoteParent {
+	if x != nil {
+		return x.RemoteParent
+	}
+	return nil
+}
+
 // One thing that happened to an execution, in the order it happened.
 type ExecutionEvent struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -1212,7 +1396,7 @@ type ExecutionEvent struct {
 
 func (x *ExecutionEvent) Reset() {
 	*x = ExecutionEvent{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[15]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1224,7 +1408,7 @@ func (x *ExecutionEvent) String() string {
 func (*ExecutionEvent) ProtoMessage() {}
 
 func (x *ExecutionEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[15]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1237,7 +1421,7 @@ func (x *ExecutionEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionEvent.ProtoReflect.Descriptor instead.
 func (*ExecutionEvent) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{15}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ExecutionEvent) GetExecutionId() string {
@@ -1435,7 +1619,7 @@ type ExecutionTripped struct {
 
 func (x *ExecutionTripped) Reset() {
 	*x = ExecutionTripped{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[16]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1447,7 +1631,7 @@ func (x *ExecutionTripped) String() string {
 func (*ExecutionTripped) ProtoMessage() {}
 
 func (x *ExecutionTripped) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[16]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1460,7 +1644,7 @@ func (x *ExecutionTripped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionTripped.ProtoReflect.Descriptor instead.
 func (*ExecutionTripped) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{16}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ExecutionTripped) GetReason() InterruptReason {
@@ -1505,7 +1689,7 @@ type ToolAttached struct {
 
 func (x *ToolAttached) Reset() {
 	*x = ToolAttached{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[17]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1517,7 +1701,7 @@ func (x *ToolAttached) String() string {
 func (*ToolAttached) ProtoMessage() {}
 
 func (x *ToolAttached) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[17]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1530,7 +1714,7 @@ func (x *ToolAttached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolAttached.ProtoReflect.Descriptor instead.
 func (*ToolAttached) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{17}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ToolAttached) GetToolId() string {
@@ -1583,7 +1767,7 @@ type ToolUnwound struct {
 
 func (x *ToolUnwound) Reset() {
 	*x = ToolUnwound{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[18]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1595,7 +1779,7 @@ func (x *ToolUnwound) String() string {
 func (*ToolUnwound) ProtoMessage() {}
 
 func (x *ToolUnwound) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[18]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1608,7 +1792,7 @@ func (x *ToolUnwound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolUnwound.ProtoReflect.Descriptor instead.
 func (*ToolUnwound) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{18}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ToolUnwound) GetToolId() string {
@@ -1658,7 +1842,7 @@ type ToolDetached struct {
 
 func (x *ToolDetached) Reset() {
 	*x = ToolDetached{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[19]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1670,7 +1854,7 @@ func (x *ToolDetached) String() string {
 func (*ToolDetached) ProtoMessage() {}
 
 func (x *ToolDetached) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[19]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1683,7 +1867,7 @@ func (x *ToolDetached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDetached.ProtoReflect.Descriptor instead.
 func (*ToolDetached) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{19}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ToolDetached) GetToolId() string {
@@ -1719,7 +1903,7 @@ type GraceOverrun struct {
 
 func (x *GraceOverrun) Reset() {
 	*x = GraceOverrun{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[20]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1731,7 +1915,7 @@ func (x *GraceOverrun) String() string {
 func (*GraceOverrun) ProtoMessage() {}
 
 func (x *GraceOverrun) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[20]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1744,7 +1928,7 @@ func (x *GraceOverrun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraceOverrun.ProtoReflect.Descriptor instead.
 func (*GraceOverrun) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{20}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GraceOverrun) GetToolId() string {
@@ -1790,7 +1974,7 @@ type ProcessGroupSignalled struct {
 
 func (x *ProcessGroupSignalled) Reset() {
 	*x = ProcessGroupSignalled{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[21]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1802,7 +1986,7 @@ func (x *ProcessGroupSignalled) String() string {
 func (*ProcessGroupSignalled) ProtoMessage() {}
 
 func (x *ProcessGroupSignalled) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[21]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1815,7 +1999,7 @@ func (x *ProcessGroupSignalled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessGroupSignalled.ProtoReflect.Descriptor instead.
 func (*ProcessGroupSignalled) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{21}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ProcessGroupSignalled) GetToolId() string {
@@ -1866,7 +2050,7 @@ type ProcessGroupGone struct {
 
 func (x *ProcessGroupGone) Reset() {
 	*x = ProcessGroupGone{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[22]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1878,7 +2062,7 @@ func (x *ProcessGroupGone) String() string {
 func (*ProcessGroupGone) ProtoMessage() {}
 
 func (x *ProcessGroupGone) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[22]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1891,7 +2075,7 @@ func (x *ProcessGroupGone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessGroupGone.ProtoReflect.Descriptor instead.
 func (*ProcessGroupGone) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{22}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ProcessGroupGone) GetToolId() string {
@@ -1933,7 +2117,7 @@ type TerminatorFailed struct {
 
 func (x *TerminatorFailed) Reset() {
 	*x = TerminatorFailed{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[23]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1945,7 +2129,7 @@ func (x *TerminatorFailed) String() string {
 func (*TerminatorFailed) ProtoMessage() {}
 
 func (x *TerminatorFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[23]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1958,7 +2142,7 @@ func (x *TerminatorFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminatorFailed.ProtoReflect.Descriptor instead.
 func (*TerminatorFailed) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{23}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TerminatorFailed) GetToolId() string {
@@ -1991,7 +2175,7 @@ type ExecutionEnded struct {
 
 func (x *ExecutionEnded) Reset() {
 	*x = ExecutionEnded{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[24]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2003,7 +2187,7 @@ func (x *ExecutionEnded) String() string {
 func (*ExecutionEnded) ProtoMessage() {}
 
 func (x *ExecutionEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[24]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2016,7 +2200,7 @@ func (x *ExecutionEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionEnded.ProtoReflect.Descriptor instead.
 func (*ExecutionEnded) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{24}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ExecutionEnded) GetEndedAt() *timestamppb.Timestamp {
@@ -2042,7 +2226,7 @@ type ToolMessage struct {
 
 func (x *ToolMessage) Reset() {
 	*x = ToolMessage{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[25]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2054,7 +2238,7 @@ func (x *ToolMessage) String() string {
 func (*ToolMessage) ProtoMessage() {}
 
 func (x *ToolMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[25]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2067,7 +2251,7 @@ func (x *ToolMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolMessage.ProtoReflect.Descriptor instead.
 func (*ToolMessage) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{25}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ToolMessage) GetMessage() isToolMessage_Message {
@@ -2172,7 +2356,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[26]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2184,7 +2368,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[26]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2197,7 +2381,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{26}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Hello) GetAttachToken() string {
@@ -2250,7 +2434,7 @@ type RegisterTerminator struct {
 
 func (x *RegisterTerminator) Reset() {
 	*x = RegisterTerminator{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[27]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2262,7 +2446,7 @@ func (x *RegisterTerminator) String() string {
 func (*RegisterTerminator) ProtoMessage() {}
 
 func (x *RegisterTerminator) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[27]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2275,7 +2459,7 @@ func (x *RegisterTerminator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTerminator.ProtoReflect.Descriptor instead.
 func (*RegisterTerminator) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{27}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RegisterTerminator) GetTerminatorId() string {
@@ -2336,7 +2520,7 @@ type CallbackTerminator struct {
 
 func (x *CallbackTerminator) Reset() {
 	*x = CallbackTerminator{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[28]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2348,7 +2532,7 @@ func (x *CallbackTerminator) String() string {
 func (*CallbackTerminator) ProtoMessage() {}
 
 func (x *CallbackTerminator) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[28]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2361,7 +2545,7 @@ func (x *CallbackTerminator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackTerminator.ProtoReflect.Descriptor instead.
 func (*CallbackTerminator) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{28}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{29}
 }
 
 type ProcessGroupTerminator struct {
@@ -2377,7 +2561,7 @@ type ProcessGroupTerminator struct {
 
 func (x *ProcessGroupTerminator) Reset() {
 	*x = ProcessGroupTerminator{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[29]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2389,7 +2573,7 @@ func (x *ProcessGroupTerminator) String() string {
 func (*ProcessGroupTerminator) ProtoMessage() {}
 
 func (x *ProcessGroupTerminator) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[29]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2402,7 +2586,7 @@ func (x *ProcessGroupTerminator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessGroupTerminator.ProtoReflect.Descriptor instead.
 func (*ProcessGroupTerminator) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{29}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ProcessGroupTerminator) GetPgid() int32 {
@@ -2435,7 +2619,7 @@ type UnregisterTerminator struct {
 
 func (x *UnregisterTerminator) Reset() {
 	*x = UnregisterTerminator{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[30]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2447,7 +2631,7 @@ func (x *UnregisterTerminator) String() string {
 func (*UnregisterTerminator) ProtoMessage() {}
 
 func (x *UnregisterTerminator) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[30]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2460,7 +2644,7 @@ func (x *UnregisterTerminator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnregisterTerminator.ProtoReflect.Descriptor instead.
 func (*UnregisterTerminator) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{30}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UnregisterTerminator) GetTerminatorId() string {
@@ -2481,7 +2665,7 @@ type Unwound struct {
 
 func (x *Unwound) Reset() {
 	*x = Unwound{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[31]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2493,7 +2677,7 @@ func (x *Unwound) String() string {
 func (*Unwound) ProtoMessage() {}
 
 func (x *Unwound) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[31]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2506,7 +2690,7 @@ func (x *Unwound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Unwound.ProtoReflect.Descriptor instead.
 func (*Unwound) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{31}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Unwound) GetOutcome() ToolOutcome {
@@ -2535,7 +2719,7 @@ type TerminatorResult struct {
 
 func (x *TerminatorResult) Reset() {
 	*x = TerminatorResult{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[32]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2547,7 +2731,7 @@ func (x *TerminatorResult) String() string {
 func (*TerminatorResult) ProtoMessage() {}
 
 func (x *TerminatorResult) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[32]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2560,7 +2744,7 @@ func (x *TerminatorResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminatorResult.ProtoReflect.Descriptor instead.
 func (*TerminatorResult) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{32}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *TerminatorResult) GetTerminatorId() string {
@@ -2594,7 +2778,7 @@ type SidecarMessage struct {
 
 func (x *SidecarMessage) Reset() {
 	*x = SidecarMessage{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[33]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2606,7 +2790,7 @@ func (x *SidecarMessage) String() string {
 func (*SidecarMessage) ProtoMessage() {}
 
 func (x *SidecarMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[33]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2619,7 +2803,7 @@ func (x *SidecarMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SidecarMessage.ProtoReflect.Descriptor instead.
 func (*SidecarMessage) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{33}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SidecarMessage) GetMessage() isSidecarMessage_Message {
@@ -2737,7 +2921,7 @@ type Attached struct {
 
 func (x *Attached) Reset() {
 	*x = Attached{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[34]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2749,7 +2933,7 @@ func (x *Attached) String() string {
 func (*Attached) ProtoMessage() {}
 
 func (x *Attached) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[34]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2762,7 +2946,7 @@ func (x *Attached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attached.ProtoReflect.Descriptor instead.
 func (*Attached) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{34}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Attached) GetExecutionId() string {
@@ -2814,7 +2998,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[35]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2826,7 +3010,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[35]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2839,7 +3023,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{35}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Cancel) GetReason() InterruptReason {
@@ -2879,7 +3063,7 @@ type RunTerminator struct {
 
 func (x *RunTerminator) Reset() {
 	*x = RunTerminator{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[36]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2891,7 +3075,7 @@ func (x *RunTerminator) String() string {
 func (*RunTerminator) ProtoMessage() {}
 
 func (x *RunTerminator) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[36]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2904,7 +3088,7 @@ func (x *RunTerminator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunTerminator.ProtoReflect.Descriptor instead.
 func (*RunTerminator) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{36}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RunTerminator) GetTerminatorId() string {
@@ -2923,7 +3107,7 @@ type TerminatorRegistered struct {
 
 func (x *TerminatorRegistered) Reset() {
 	*x = TerminatorRegistered{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[37]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2935,7 +3119,7 @@ func (x *TerminatorRegistered) String() string {
 func (*TerminatorRegistered) ProtoMessage() {}
 
 func (x *TerminatorRegistered) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[37]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2948,7 +3132,7 @@ func (x *TerminatorRegistered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminatorRegistered.ProtoReflect.Descriptor instead.
 func (*TerminatorRegistered) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{37}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *TerminatorRegistered) GetTerminatorId() string {
@@ -2967,7 +3151,7 @@ type TerminatorUnregistered struct {
 
 func (x *TerminatorUnregistered) Reset() {
 	*x = TerminatorUnregistered{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[38]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2979,7 +3163,7 @@ func (x *TerminatorUnregistered) String() string {
 func (*TerminatorUnregistered) ProtoMessage() {}
 
 func (x *TerminatorUnregistered) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[38]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2992,7 +3176,7 @@ func (x *TerminatorUnregistered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminatorUnregistered.ProtoReflect.Descriptor instead.
 func (*TerminatorUnregistered) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{38}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *TerminatorUnregistered) GetTerminatorId() string {
@@ -3016,7 +3200,7 @@ type ChannelError struct {
 
 func (x *ChannelError) Reset() {
 	*x = ChannelError{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[39]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3028,7 +3212,7 @@ func (x *ChannelError) String() string {
 func (*ChannelError) ProtoMessage() {}
 
 func (x *ChannelError) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[39]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3041,7 +3225,7 @@ func (x *ChannelError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelError.ProtoReflect.Descriptor instead.
 func (*ChannelError) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{39}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ChannelError) GetCode() int32 {
@@ -3069,7 +3253,7 @@ var File_interrupt_v1_interrupt_proto protoreflect.FileDescriptor
 
 const file_interrupt_v1_interrupt_proto_rawDesc = "" +
 	"\n" +
-	"\x1cinterrupt/v1/interrupt.proto\x12\finterrupt.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa9\x03\n" +
+	"\x1cinterrupt/v1/interrupt.proto\x12\finterrupt.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa2\x04\n" +
 	"\x15BeginExecutionRequest\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12.\n" +
 	"\x13parent_execution_id\x18\x02 \x01(\tR\x11parentExecutionId\x12\x1d\n" +
@@ -3078,18 +3262,35 @@ const file_interrupt_v1_interrupt_proto_rawDesc = "" +
 	"\x05grace\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x05grace\x121\n" +
 	"\x06budget\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x06budget\x126\n" +
 	"\tlease_ttl\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\bleaseTtl\x12G\n" +
-	"\x06labels\x18\a \x03(\v2/.interrupt.v1.BeginExecutionRequest.LabelsEntryR\x06labels\x1a9\n" +
+	"\x06labels\x18\a \x03(\v2/.interrupt.v1.BeginExecutionRequest.LabelsEntryR\x06labels\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\b \x01(\tR\tsessionId\x12\x17\n" +
+	"\atask_id\x18\t \x01(\tR\x06taskId\x12?\n" +
+	"\rremote_parent\x18\n" +
+	" \x01(\v2\x1a.interrupt.v1.RemoteParentR\fremoteParent\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x95\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x88\x02\n" +
+	"\fRemoteParent\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\x12!\n" +
+	"\fexecution_id\x18\x02 \x01(\tR\vexecutionId\x12\x1e\n" +
+	"\n" +
+	"credential\x18\x03 \x01(\tR\n" +
+	"credential\x12F\n" +
+	"\x11unreachable_after\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x10unreachableAfter\x12A\n" +
+	"\x1dkeep_running_when_unreachable\x18\x05 \x01(\bR\x1akeepRunningWhenUnreachable\x12\x10\n" +
+	"\x03tls\x18\x06 \x01(\bR\x03tls\"\x95\x01\n" +
 	"\x16BeginExecutionResponse\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12!\n" +
 	"\fattach_token\x18\x02 \x01(\tR\vattachToken\x125\n" +
-	"\texecution\x18\x03 \x01(\v2\x17.interrupt.v1.ExecutionR\texecution\"\xb1\x01\n" +
+	"\texecution\x18\x03 \x01(\v2\x17.interrupt.v1.ExecutionR\texecution\"\xed\x01\n" +
 	"\x10InterruptRequest\x12#\n" +
 	"\fexecution_id\x18\x01 \x01(\tH\x00R\vexecutionId\x12\x1f\n" +
 	"\n" +
-	"context_id\x18\x02 \x01(\tH\x00R\tcontextId\x125\n" +
+	"context_id\x18\x02 \x01(\tH\x00R\tcontextId\x12\x1f\n" +
+	"\n" +
+	"session_id\x18\x05 \x01(\tH\x00R\tsessionId\x12\x19\n" +
+	"\atask_id\x18\x06 \x01(\tH\x00R\x06taskId\x125\n" +
 	"\x06reason\x18\x03 \x01(\x0e2\x1d.interrupt.v1.InterruptReasonR\x06reason\x12\x16\n" +
 	"\x06detail\x18\x04 \x01(\tR\x06detailB\b\n" +
 	"\x06target\"\x86\x01\n" +
@@ -3121,7 +3322,7 @@ const file_interrupt_v1_interrupt_proto_rawDesc = "" +
 	"executions\"N\n" +
 	"\x15WatchExecutionRequest\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x12\n" +
-	"\x04hold\x18\x02 \x01(\bR\x04hold\"\xa5\x06\n" +
+	"\x04hold\x18\x02 \x01(\bR\x04hold\"\x9e\a\n" +
 	"\tExecution\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x1c\n" +
 	"\tcancelled\x18\x02 \x01(\bR\tcancelled\x125\n" +
@@ -3142,7 +3343,11 @@ const file_interrupt_v1_interrupt_proto_rawDesc = "" +
 	"\x06labels\x18\x0e \x03(\v2#.interrupt.v1.Execution.LabelsEntryR\x06labels\x12%\n" +
 	"\x0eattached_tools\x18\x0f \x01(\rR\rattachedTools\x12%\n" +
 	"\x0egrace_overruns\x18\x10 \x01(\rR\rgraceOverruns\x12\x18\n" +
-	"\aholders\x18\x11 \x01(\rR\aholders\x1a9\n" +
+	"\aholders\x18\x11 \x01(\rR\aholders\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x12 \x01(\tR\tsessionId\x12\x17\n" +
+	"\atask_id\x18\x13 \x01(\tR\x06taskId\x12?\n" +
+	"\rremote_parent\x18\x14 \x01(\v2\x1a.interrupt.v1.RemoteParentR\fremoteParent\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc5\x06\n" +
@@ -3319,141 +3524,145 @@ func file_interrupt_v1_interrupt_proto_rawDescGZIP() []byte {
 }
 
 var file_interrupt_v1_interrupt_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_interrupt_v1_interrupt_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_interrupt_v1_interrupt_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_interrupt_v1_interrupt_proto_goTypes = []any{
 	(InterruptBehavior)(0),         // 0: interrupt.v1.InterruptBehavior
 	(InterruptReason)(0),           // 1: interrupt.v1.InterruptReason
 	(ToolOutcome)(0),               // 2: interrupt.v1.ToolOutcome
 	(*BeginExecutionRequest)(nil),  // 3: interrupt.v1.BeginExecutionRequest
-	(*BeginExecutionResponse)(nil), // 4: interrupt.v1.BeginExecutionResponse
-	(*InterruptRequest)(nil),       // 5: interrupt.v1.InterruptRequest
-	(*InterruptOutcome)(nil),       // 6: interrupt.v1.InterruptOutcome
-	(*InterruptResponse)(nil),      // 7: interrupt.v1.InterruptResponse
-	(*EndExecutionRequest)(nil),    // 8: interrupt.v1.EndExecutionRequest
-	(*EndExecutionResponse)(nil),   // 9: interrupt.v1.EndExecutionResponse
-	(*KeepAliveRequest)(nil),       // 10: interrupt.v1.KeepAliveRequest
-	(*KeepAliveResponse)(nil),      // 11: interrupt.v1.KeepAliveResponse
-	(*GetExecutionRequest)(nil),    // 12: interrupt.v1.GetExecutionRequest
-	(*GetExecutionResponse)(nil),   // 13: interrupt.v1.GetExecutionResponse
-	(*ListExecutionsRequest)(nil),  // 14: interrupt.v1.ListExecutionsRequest
-	(*ListExecutionsResponse)(nil), // 15: interrupt.v1.ListExecutionsResponse
-	(*WatchExecutionRequest)(nil),  // 16: interrupt.v1.WatchExecutionRequest
-	(*Execution)(nil),              // 17: interrupt.v1.Execution
-	(*ExecutionEvent)(nil),         // 18: interrupt.v1.ExecutionEvent
-	(*ExecutionTripped)(nil),       // 19: interrupt.v1.ExecutionTripped
-	(*ToolAttached)(nil),           // 20: interrupt.v1.ToolAttached
-	(*ToolUnwound)(nil),            // 21: interrupt.v1.ToolUnwound
-	(*ToolDetached)(nil),           // 22: interrupt.v1.ToolDetached
-	(*GraceOverrun)(nil),           // 23: interrupt.v1.GraceOverrun
-	(*ProcessGroupSignalled)(nil),  // 24: interrupt.v1.ProcessGroupSignalled
-	(*ProcessGroupGone)(nil),       // 25: interrupt.v1.ProcessGroupGone
-	(*TerminatorFailed)(nil),       // 26: interrupt.v1.TerminatorFailed
-	(*ExecutionEnded)(nil),         // 27: interrupt.v1.ExecutionEnded
-	(*ToolMessage)(nil),            // 28: interrupt.v1.ToolMessage
-	(*Hello)(nil),                  // 29: interrupt.v1.Hello
-	(*RegisterTerminator)(nil),     // 30: interrupt.v1.RegisterTerminator
-	(*CallbackTerminator)(nil),     // 31: interrupt.v1.CallbackTerminator
-	(*ProcessGroupTerminator)(nil), // 32: interrupt.v1.ProcessGroupTerminator
-	(*UnregisterTerminator)(nil),   // 33: interrupt.v1.UnregisterTerminator
-	(*Unwound)(nil),                // 34: interrupt.v1.Unwound
-	(*TerminatorResult)(nil),       // 35: interrupt.v1.TerminatorResult
-	(*SidecarMessage)(nil),         // 36: interrupt.v1.SidecarMessage
-	(*Attached)(nil),               // 37: interrupt.v1.Attached
-	(*Cancel)(nil),                 // 38: interrupt.v1.Cancel
-	(*RunTerminator)(nil),          // 39: interrupt.v1.RunTerminator
-	(*TerminatorRegistered)(nil),   // 40: interrupt.v1.TerminatorRegistered
-	(*TerminatorUnregistered)(nil), // 41: interrupt.v1.TerminatorUnregistered
-	(*ChannelError)(nil),           // 42: interrupt.v1.ChannelError
-	nil,                            // 43: interrupt.v1.BeginExecutionRequest.LabelsEntry
-	nil,                            // 44: interrupt.v1.Execution.LabelsEntry
-	(*durationpb.Duration)(nil),    // 45: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 46: google.protobuf.Timestamp
+	(*RemoteParent)(nil),           // 4: interrupt.v1.RemoteParent
+	(*BeginExecutionResponse)(nil), // 5: interrupt.v1.BeginExecutionResponse
+	(*InterruptRequest)(nil),       // 6: interrupt.v1.InterruptRequest
+	(*InterruptOutcome)(nil),       // 7: interrupt.v1.InterruptOutcome
+	(*InterruptResponse)(nil),      // 8: interrupt.v1.InterruptResponse
+	(*EndExecutionRequest)(nil),    // 9: interrupt.v1.EndExecutionRequest
+	(*EndExecutionResponse)(nil),   // 10: interrupt.v1.EndExecutionResponse
+	(*KeepAliveRequest)(nil),       // 11: interrupt.v1.KeepAliveRequest
+	(*KeepAliveResponse)(nil),      // 12: interrupt.v1.KeepAliveResponse
+	(*GetExecutionRequest)(nil),    // 13: interrupt.v1.GetExecutionRequest
+	(*GetExecutionResponse)(nil),   // 14: interrupt.v1.GetExecutionResponse
+	(*ListExecutionsRequest)(nil),  // 15: interrupt.v1.ListExecutionsRequest
+	(*ListExecutionsResponse)(nil), // 16: interrupt.v1.ListExecutionsResponse
+	(*WatchExecutionRequest)(nil),  // 17: interrupt.v1.WatchExecutionRequest
+	(*Execution)(nil),              // 18: interrupt.v1.Execution
+	(*ExecutionEvent)(nil),         // 19: interrupt.v1.ExecutionEvent
+	(*ExecutionTripped)(nil),       // 20: interrupt.v1.ExecutionTripped
+	(*ToolAttached)(nil),           // 21: interrupt.v1.ToolAttached
+	(*ToolUnwound)(nil),            // 22: interrupt.v1.ToolUnwound
+	(*ToolDetached)(nil),           // 23: interrupt.v1.ToolDetached
+	(*GraceOverrun)(nil),           // 24: interrupt.v1.GraceOverrun
+	(*ProcessGroupSignalled)(nil),  // 25: interrupt.v1.ProcessGroupSignalled
+	(*ProcessGroupGone)(nil),       // 26: interrupt.v1.ProcessGroupGone
+	(*TerminatorFailed)(nil),       // 27: interrupt.v1.TerminatorFailed
+	(*ExecutionEnded)(nil),         // 28: interrupt.v1.ExecutionEnded
+	(*ToolMessage)(nil),            // 29: interrupt.v1.ToolMessage
+	(*Hello)(nil),                  // 30: interrupt.v1.Hello
+	(*RegisterTerminator)(nil),     // 31: interrupt.v1.RegisterTerminator
+	(*CallbackTerminator)(nil),     // 32: interrupt.v1.CallbackTerminator
+	(*ProcessGroupTerminator)(nil), // 33: interrupt.v1.ProcessGroupTerminator
+	(*UnregisterTerminator)(nil),   // 34: interrupt.v1.UnregisterTerminator
+	(*Unwound)(nil),                // 35: interrupt.v1.Unwound
+	(*TerminatorResult)(nil),       // 36: interrupt.v1.TerminatorResult
+	(*SidecarMessage)(nil),         // 37: interrupt.v1.SidecarMessage
+	(*Attached)(nil),               // 38: interrupt.v1.Attached
+	(*Cancel)(nil),                 // 39: interrupt.v1.Cancel
+	(*RunTerminator)(nil),          // 40: interrupt.v1.RunTerminator
+	(*TerminatorRegistered)(nil),   // 41: interrupt.v1.TerminatorRegistered
+	(*TerminatorUnregistered)(nil), // 42: interrupt.v1.TerminatorUnregistered
+	(*ChannelError)(nil),           // 43: interrupt.v1.ChannelError
+	nil,                            // 44: interrupt.v1.BeginExecutionRequest.LabelsEntry
+	nil,                            // 45: interrupt.v1.Execution.LabelsEntry
+	(*durationpb.Duration)(nil),    // 46: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 47: google.protobuf.Timestamp
 }
 var file_interrupt_v1_interrupt_proto_depIdxs = []int32{
-	45, // 0: interrupt.v1.BeginExecutionRequest.grace:type_name -> google.protobuf.Duration
-	45, // 1: interrupt.v1.BeginExecutionRequest.budget:type_name -> google.protobuf.Duration
-	45, // 2: interrupt.v1.BeginExecutionRequest.lease_ttl:type_name -> google.protobuf.Duration
-	43, // 3: interrupt.v1.BeginExecutionRequest.labels:type_name -> interrupt.v1.BeginExecutionRequest.LabelsEntry
-	17, // 4: interrupt.v1.BeginExecutionResponse.execution:type_name -> interrupt.v1.Execution
-	1,  // 5: interrupt.v1.InterruptRequest.reason:type_name -> interrupt.v1.InterruptReason
-	1,  // 6: interrupt.v1.InterruptOutcome.reason:type_name -> interrupt.v1.InterruptReason
-	6,  // 7: interrupt.v1.InterruptResponse.outcomes:type_name -> interrupt.v1.InterruptOutcome
-	17, // 8: interrupt.v1.EndExecutionResponse.execution:type_name -> interrupt.v1.Execution
-	46, // 9: interrupt.v1.KeepAliveResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
-	17, // 10: interrupt.v1.GetExecutionResponse.execution:type_name -> interrupt.v1.Execution
-	17, // 11: interrupt.v1.ListExecutionsResponse.executions:type_name -> interrupt.v1.Execution
-	1,  // 12: interrupt.v1.Execution.reason:type_name -> interrupt.v1.InterruptReason
-	46, // 13: interrupt.v1.Execution.tripped_at:type_name -> google.protobuf.Timestamp
-	46, // 14: interrupt.v1.Execution.begun_at:type_name -> google.protobuf.Timestamp
-	46, // 15: interrupt.v1.Execution.ended_at:type_name -> google.protobuf.Timestamp
-	45, // 16: interrupt.v1.Execution.grace:type_name -> google.protobuf.Duration
-	45, // 17: interrupt.v1.Execution.budget:type_name -> google.protobuf.Duration
-	45, // 18: interrupt.v1.Execution.lease_ttl:type_name -> google.protobuf.Duration
-	44, // 19: interrupt.v1.Execution.labels:type_name -> interrupt.v1.Execution.LabelsEntry
-	46, // 20: interrupt.v1.ExecutionEvent.occurred_at:type_name -> google.protobuf.Timestamp
-	17, // 21: interrupt.v1.ExecutionEvent.snapshot:type_name -> interrupt.v1.Execution
-	19, // 22: interrupt.v1.ExecutionEvent.tripped:type_name -> interrupt.v1.ExecutionTripped
-	20, // 23: interrupt.v1.ExecutionEvent.tool_attached:type_name -> interrupt.v1.ToolAttached
-	21, // 24: interrupt.v1.ExecutionEvent.tool_unwound:type_name -> interrupt.v1.ToolUnwound
-	23, // 25: interrupt.v1.ExecutionEvent.grace_overrun:type_name -> interrupt.v1.GraceOverrun
-	24, // 26: interrupt.v1.ExecutionEvent.process_group_signalled:type_name -> interrupt.v1.ProcessGroupSignalled
-	25, // 27: interrupt.v1.ExecutionEvent.process_group_gone:type_name -> interrupt.v1.ProcessGroupGone
-	27, // 28: interrupt.v1.ExecutionEvent.ended:type_name -> interrupt.v1.ExecutionEnded
-	22, // 29: interrupt.v1.ExecutionEvent.tool_detached:type_name -> interrupt.v1.ToolDetached
-	26, // 30: interrupt.v1.ExecutionEvent.terminator_failed:type_name -> interrupt.v1.TerminatorFailed
-	1,  // 31: interrupt.v1.ExecutionTripped.reason:type_name -> interrupt.v1.InterruptReason
-	46, // 32: interrupt.v1.ExecutionTripped.tripped_at:type_name -> google.protobuf.Timestamp
-	46, // 33: interrupt.v1.ExecutionTripped.grace_deadline:type_name -> google.protobuf.Timestamp
-	0,  // 34: interrupt.v1.ToolAttached.behavior:type_name -> interrupt.v1.InterruptBehavior
-	2,  // 35: interrupt.v1.ToolUnwound.outcome:type_name -> interrupt.v1.ToolOutcome
-	45, // 36: interrupt.v1.ToolUnwound.latency:type_name -> google.protobuf.Duration
-	0,  // 37: interrupt.v1.ToolUnwound.behavior:type_name -> interrupt.v1.InterruptBehavior
-	0,  // 38: interrupt.v1.GraceOverrun.behavior:type_name -> interrupt.v1.InterruptBehavior
-	45, // 39: interrupt.v1.GraceOverrun.grace:type_name -> google.protobuf.Duration
-	45, // 40: interrupt.v1.ProcessGroupGone.latency:type_name -> google.protobuf.Duration
-	46, // 41: interrupt.v1.ExecutionEnded.ended_at:type_name -> google.protobuf.Timestamp
-	29, // 42: interrupt.v1.ToolMessage.hello:type_name -> interrupt.v1.Hello
-	30, // 43: interrupt.v1.ToolMessage.register_terminator:type_name -> interrupt.v1.RegisterTerminator
-	33, // 44: interrupt.v1.ToolMessage.unregister_terminator:type_name -> interrupt.v1.UnregisterTerminator
-	34, // 45: interrupt.v1.ToolMessage.unwound:type_name -> interrupt.v1.Unwound
-	35, // 46: interrupt.v1.ToolMessage.terminator_result:type_name -> interrupt.v1.TerminatorResult
-	0,  // 47: interrupt.v1.Hello.behavior:type_name -> interrupt.v1.InterruptBehavior
-	31, // 48: interrupt.v1.RegisterTerminator.callback:type_name -> interrupt.v1.CallbackTerminator
-	32, // 49: interrupt.v1.RegisterTerminator.process_group:type_name -> interrupt.v1.ProcessGroupTerminator
-	45, // 50: interrupt.v1.ProcessGroupTerminator.kill_after:type_name -> google.protobuf.Duration
-	2,  // 51: interrupt.v1.Unwound.outcome:type_name -> interrupt.v1.ToolOutcome
-	37, // 52: interrupt.v1.SidecarMessage.attached:type_name -> interrupt.v1.Attached
-	38, // 53: interrupt.v1.SidecarMessage.cancel:type_name -> interrupt.v1.Cancel
-	39, // 54: interrupt.v1.SidecarMessage.run_terminator:type_name -> interrupt.v1.RunTerminator
-	40, // 55: interrupt.v1.SidecarMessage.terminator_registered:type_name -> interrupt.v1.TerminatorRegistered
-	42, // 56: interrupt.v1.SidecarMessage.error:type_name -> interrupt.v1.ChannelError
-	41, // 57: interrupt.v1.SidecarMessage.terminator_unregistered:type_name -> interrupt.v1.TerminatorUnregistered
-	1,  // 58: interrupt.v1.Attached.reason:type_name -> interrupt.v1.InterruptReason
-	45, // 59: interrupt.v1.Attached.grace:type_name -> google.protobuf.Duration
-	1,  // 60: interrupt.v1.Cancel.reason:type_name -> interrupt.v1.InterruptReason
-	46, // 61: interrupt.v1.Cancel.tripped_at:type_name -> google.protobuf.Timestamp
-	46, // 62: interrupt.v1.Cancel.grace_deadline:type_name -> google.protobuf.Timestamp
-	3,  // 63: interrupt.v1.CoordinatorService.BeginExecution:input_type -> interrupt.v1.BeginExecutionRequest
-	5,  // 64: interrupt.v1.CoordinatorService.Interrupt:input_type -> interrupt.v1.InterruptRequest
-	8,  // 65: interrupt.v1.CoordinatorService.EndExecution:input_type -> interrupt.v1.EndExecutionRequest
-	10, // 66: interrupt.v1.CoordinatorService.KeepAlive:input_type -> interrupt.v1.KeepAliveRequest
-	12, // 67: interrupt.v1.CoordinatorService.GetExecution:input_type -> interrupt.v1.GetExecutionRequest
-	14, // 68: interrupt.v1.CoordinatorService.ListExecutions:input_type -> interrupt.v1.ListExecutionsRequest
-	16, // 69: interrupt.v1.CoordinatorService.WatchExecution:input_type -> interrupt.v1.WatchExecutionRequest
-	28, // 70: interrupt.v1.ToolChannelService.Attach:input_type -> interrupt.v1.ToolMessage
-	4,  // 71: interrupt.v1.CoordinatorService.BeginExecution:output_type -> interrupt.v1.BeginExecutionResponse
-	7,  // 72: interrupt.v1.CoordinatorService.Interrupt:output_type -> interrupt.v1.InterruptResponse
-	9,  // 73: interrupt.v1.CoordinatorService.EndExecution:output_type -> interrupt.v1.EndExecutionResponse
-	11, // 74: interrupt.v1.CoordinatorService.KeepAlive:output_type -> interrupt.v1.KeepAliveResponse
-	13, // 75: interrupt.v1.CoordinatorService.GetExecution:output_type -> interrupt.v1.GetExecutionResponse
-	15, // 76: interrupt.v1.CoordinatorService.ListExecutions:output_type -> interrupt.v1.ListExecutionsResponse
-	18, // 77: interrupt.v1.CoordinatorService.WatchExecution:output_type -> interrupt.v1.ExecutionEvent
-	36, // 78: interrupt.v1.ToolChannelService.Attach:output_type -> interrupt.v1.SidecarMessage
-	71, // [71:79] is the sub-list for method output_type
-	63, // [63:71] is the sub-list for method input_type
-	63, // [63:63] is the sub-list for extension type_name
-	63, // [63:63] is the sub-list for extension extendee
-	0,  // [0:63] is the sub-list for field type_name
+	46, // 0: interrupt.v1.BeginExecutionRequest.grace:type_name -> google.protobuf.Duration
+	46, // 1: interrupt.v1.BeginExecutionRequest.budget:type_name -> google.protobuf.Duration
+	46, // 2: interrupt.v1.BeginExecutionRequest.lease_ttl:type_name -> google.protobuf.Duration
+	44, // 3: interrupt.v1.BeginExecutionRequest.labels:type_name -> interrupt.v1.BeginExecutionRequest.LabelsEntry
+	4,  // 4: interrupt.v1.BeginExecutionRequest.remote_parent:type_name -> interrupt.v1.RemoteParent
+	46, // 5: interrupt.v1.RemoteParent.unreachable_after:type_name -> google.protobuf.Duration
+	18, // 6: interrupt.v1.BeginExecutionResponse.execution:type_name -> interrupt.v1.Execution
+	1,  // 7: interrupt.v1.InterruptRequest.reason:type_name -> interrupt.v1.InterruptReason
+	1,  // 8: interrupt.v1.InterruptOutcome.reason:type_name -> interrupt.v1.InterruptReason
+	7,  // 9: interrupt.v1.InterruptResponse.outcomes:type_name -> interrupt.v1.InterruptOutcome
+	18, // 10: interrupt.v1.EndExecutionResponse.execution:type_name -> interrupt.v1.Execution
+	47, // 11: interrupt.v1.KeepAliveResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	18, // 12: interrupt.v1.GetExecutionResponse.execution:type_name -> interrupt.v1.Execution
+	18, // 13: interrupt.v1.ListExecutionsResponse.executions:type_name -> interrupt.v1.Execution
+	1,  // 14: interrupt.v1.Execution.reason:type_name -> interrupt.v1.InterruptReason
+	47, // 15: interrupt.v1.Execution.tripped_at:type_name -> google.protobuf.Timestamp
+	47, // 16: interrupt.v1.Execution.begun_at:type_name -> google.protobuf.Timestamp
+	47, // 17: interrupt.v1.Execution.ended_at:type_name -> google.protobuf.Timestamp
+	46, // 18: interrupt.v1.Execution.grace:type_name -> google.protobuf.Duration
+	46, // 19: interrupt.v1.Execution.budget:type_name -> google.protobuf.Duration
+	46, // 20: interrupt.v1.Execution.lease_ttl:type_name -> google.protobuf.Duration
+	45, // 21: interrupt.v1.Execution.labels:type_name -> interrupt.v1.Execution.LabelsEntry
+	4,  // 22: interrupt.v1.Execution.remote_parent:type_name -> interrupt.v1.RemoteParent
+	47, // 23: interrupt.v1.ExecutionEvent.occurred_at:type_name -> google.protobuf.Timestamp
+	18, // 24: interrupt.v1.ExecutionEvent.snapshot:type_name -> interrupt.v1.Execution
+	20, // 25: interrupt.v1.ExecutionEvent.tripped:type_name -> interrupt.v1.ExecutionTripped
+	21, // 26: interrupt.v1.ExecutionEvent.tool_attached:type_name -> interrupt.v1.ToolAttached
+	22, // 27: interrupt.v1.ExecutionEvent.tool_unwound:type_name -> interrupt.v1.ToolUnwound
+	24, // 28: interrupt.v1.ExecutionEvent.grace_overrun:type_name -> interrupt.v1.GraceOverrun
+	25, // 29: interrupt.v1.ExecutionEvent.process_group_signalled:type_name -> interrupt.v1.ProcessGroupSignalled
+	26, // 30: interrupt.v1.ExecutionEvent.process_group_gone:type_name -> interrupt.v1.ProcessGroupGone
+	28, // 31: interrupt.v1.ExecutionEvent.ended:type_name -> interrupt.v1.ExecutionEnded
+	23, // 32: interrupt.v1.ExecutionEvent.tool_detached:type_name -> interrupt.v1.ToolDetached
+	27, // 33: interrupt.v1.ExecutionEvent.terminator_failed:type_name -> interrupt.v1.TerminatorFailed
+	1,  // 34: interrupt.v1.ExecutionTripped.reason:type_name -> interrupt.v1.InterruptReason
+	47, // 35: interrupt.v1.ExecutionTripped.tripped_at:type_name -> google.protobuf.Timestamp
+	47, // 36: interrupt.v1.ExecutionTripped.grace_deadline:type_name -> google.protobuf.Timestamp
+	0,  // 37: interrupt.v1.ToolAttached.behavior:type_name -> interrupt.v1.InterruptBehavior
+	2,  // 38: interrupt.v1.ToolUnwound.outcome:type_name -> interrupt.v1.ToolOutcome
+	46, // 39: interrupt.v1.ToolUnwound.latency:type_name -> google.protobuf.Duration
+	0,  // 40: interrupt.v1.ToolUnwound.behavior:type_name -> interrupt.v1.InterruptBehavior
+	0,  // 41: interrupt.v1.GraceOverrun.behavior:type_name -> interrupt.v1.InterruptBehavior
+	46, // 42: interrupt.v1.GraceOverrun.grace:type_name -> google.protobuf.Duration
+	46, // 43: interrupt.v1.ProcessGroupGone.latency:type_name -> google.protobuf.Duration
+	47, // 44: interrupt.v1.ExecutionEnded.ended_at:type_name -> google.protobuf.Timestamp
+	30, // 45: interrupt.v1.ToolMessage.hello:type_name -> interrupt.v1.Hello
+	31, // 46: interrupt.v1.ToolMessage.register_terminator:type_name -> interrupt.v1.RegisterTerminator
+	34, // 47: interrupt.v1.ToolMessage.unregister_terminator:type_name -> interrupt.v1.UnregisterTerminator
+	35, // 48: interrupt.v1.ToolMessage.unwound:type_name -> interrupt.v1.Unwound
+	36, // 49: interrupt.v1.ToolMessage.terminator_result:type_name -> interrupt.v1.TerminatorResult
+	0,  // 50: interrupt.v1.Hello.behavior:type_name -> interrupt.v1.InterruptBehavior
+	32, // 51: interrupt.v1.RegisterTerminator.callback:type_name -> interrupt.v1.CallbackTerminator
+	33, // 52: interrupt.v1.RegisterTerminator.process_group:type_name -> interrupt.v1.ProcessGroupTerminator
+	46, // 53: interrupt.v1.ProcessGroupTerminator.kill_after:type_name -> google.protobuf.Duration
+	2,  // 54: interrupt.v1.Unwound.outcome:type_name -> interrupt.v1.ToolOutcome
+	38, // 55: interrupt.v1.SidecarMessage.attached:type_name -> interrupt.v1.Attached
+	39, // 56: interrupt.v1.SidecarMessage.cancel:type_name -> interrupt.v1.Cancel
+	40, // 57: interrupt.v1.SidecarMessage.run_terminator:type_name -> interrupt.v1.RunTerminator
+	41, // 58: interrupt.v1.SidecarMessage.terminator_registered:type_name -> interrupt.v1.TerminatorRegistered
+	43, // 59: interrupt.v1.SidecarMessage.error:type_name -> interrupt.v1.ChannelError
+	42, // 60: interrupt.v1.SidecarMessage.terminator_unregistered:type_name -> interrupt.v1.TerminatorUnregistered
+	1,  // 61: interrupt.v1.Attached.reason:type_name -> interrupt.v1.InterruptReason
+	46, // 62: interrupt.v1.Attached.grace:type_name -> google.protobuf.Duration
+	1,  // 63: interrupt.v1.Cancel.reason:type_name -> interrupt.v1.InterruptReason
+	47, // 64: interrupt.v1.Cancel.tripped_at:type_name -> google.protobuf.Timestamp
+	47, // 65: interrupt.v1.Cancel.grace_deadline:type_name -> google.protobuf.Timestamp
+	3,  // 66: interrupt.v1.CoordinatorService.BeginExecution:input_type -> interrupt.v1.BeginExecutionRequest
+	6,  // 67: interrupt.v1.CoordinatorService.Interrupt:input_type -> interrupt.v1.InterruptRequest
+	9,  // 68: interrupt.v1.CoordinatorService.EndExecution:input_type -> interrupt.v1.EndExecutionRequest
+	11, // 69: interrupt.v1.CoordinatorService.KeepAlive:input_type -> interrupt.v1.KeepAliveRequest
+	13, // 70: interrupt.v1.CoordinatorService.GetExecution:input_type -> interrupt.v1.GetExecutionRequest
+	15, // 71: interrupt.v1.CoordinatorService.ListExecutions:input_type -> interrupt.v1.ListExecutionsRequest
+	17, // 72: interrupt.v1.CoordinatorService.WatchExecution:input_type -> interrupt.v1.WatchExecutionRequest
+	29, // 73: interrupt.v1.ToolChannelService.Attach:input_type -> interrupt.v1.ToolMessage
+	5,  // 74: interrupt.v1.CoordinatorService.BeginExecution:output_type -> interrupt.v1.BeginExecutionResponse
+	8,  // 75: interrupt.v1.CoordinatorService.Interrupt:output_type -> interrupt.v1.InterruptResponse
+	10, // 76: interrupt.v1.CoordinatorService.EndExecution:output_type -> interrupt.v1.EndExecutionResponse
+	12, // 77: interrupt.v1.CoordinatorService.KeepAlive:output_type -> interrupt.v1.KeepAliveResponse
+	14, // 78: interrupt.v1.CoordinatorService.GetExecution:output_type -> interrupt.v1.GetExecutionResponse
+	16, // 79: interrupt.v1.CoordinatorService.ListExecutions:output_type -> interrupt.v1.ListExecutionsResponse
+	19, // 80: interrupt.v1.CoordinatorService.WatchExecution:output_type -> interrupt.v1.ExecutionEvent
+	37, // 81: interrupt.v1.ToolChannelService.Attach:output_type -> interrupt.v1.SidecarMessage
+	74, // [74:82] is the sub-list for method output_type
+	66, // [66:74] is the sub-list for method input_type
+	66, // [66:66] is the sub-list for extension type_name
+	66, // [66:66] is the sub-list for extension extendee
+	0,  // [0:66] is the sub-list for field type_name
 }
 
 func init() { file_interrupt_v1_interrupt_proto_init() }
@@ -3461,11 +3670,13 @@ func file_interrupt_v1_interrupt_proto_init() {
 	if File_interrupt_v1_interrupt_proto != nil {
 		return
 	}
-	file_interrupt_v1_interrupt_proto_msgTypes[2].OneofWrappers = []any{
+	file_interrupt_v1_interrupt_proto_msgTypes[3].OneofWrappers = []any{
 		(*InterruptRequest_ExecutionId)(nil),
 		(*InterruptRequest_ContextId)(nil),
+		(*InterruptRequest_SessionId)(nil),
+		(*InterruptRequest_TaskId)(nil),
 	}
-	file_interrupt_v1_interrupt_proto_msgTypes[15].OneofWrappers = []any{
+	file_interrupt_v1_interrupt_proto_msgTypes[16].OneofWrappers = []any{
 		(*ExecutionEvent_Snapshot)(nil),
 		(*ExecutionEvent_Tripped)(nil),
 		(*ExecutionEvent_ToolAttached)(nil),
@@ -3477,18 +3688,18 @@ func file_interrupt_v1_interrupt_proto_init() {
 		(*ExecutionEvent_ToolDetached)(nil),
 		(*ExecutionEvent_TerminatorFailed)(nil),
 	}
-	file_interrupt_v1_interrupt_proto_msgTypes[25].OneofWrappers = []any{
+	file_interrupt_v1_interrupt_proto_msgTypes[26].OneofWrappers = []any{
 		(*ToolMessage_Hello)(nil),
 		(*ToolMessage_RegisterTerminator)(nil),
 		(*ToolMessage_UnregisterTerminator)(nil),
 		(*ToolMessage_Unwound)(nil),
 		(*ToolMessage_TerminatorResult)(nil),
 	}
-	file_interrupt_v1_interrupt_proto_msgTypes[27].OneofWrappers = []any{
+	file_interrupt_v1_interrupt_proto_msgTypes[28].OneofWrappers = []any{
 		(*RegisterTerminator_Callback)(nil),
 		(*RegisterTerminator_ProcessGroup)(nil),
 	}
-	file_interrupt_v1_interrupt_proto_msgTypes[33].OneofWrappers = []any{
+	file_interrupt_v1_interrupt_proto_msgTypes[34].OneofWrappers = []any{
 		(*SidecarMessage_Attached)(nil),
 		(*SidecarMessage_Cancel)(nil),
 		(*SidecarMessage_RunTerminator)(nil),
@@ -3502,7 +3713,7 @@ func file_interrupt_v1_interrupt_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_interrupt_v1_interrupt_proto_rawDesc), len(file_interrupt_v1_interrupt_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   42,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

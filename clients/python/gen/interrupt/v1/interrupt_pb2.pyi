@@ -156,12 +156,23 @@ class BeginExecutionRequest(_message.Message):
     BUDGET_FIELD_NUMBER: _builtins.int
     LEASE_TTL_FIELD_NUMBER: _builtins.int
     LABELS_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    TASK_ID_FIELD_NUMBER: _builtins.int
+    REMOTE_PARENT_FIELD_NUMBER: _builtins.int
     execution_id: _builtins.str
     """Caller-chosen id (1-128 printable ASCII characters, no spaces); generated when empty."""
     parent_execution_id: _builtins.str
     """When set, this execution trips with PARENT_CANCELLED when the parent trips."""
     context_id: _builtins.str
     """Groups executions for targeted interrupts (a sub-agent's context)."""
+    session_id: _builtins.str
+    """The agent session this execution belongs to: an Interrupt by session_id
+    trips every live execution of the session (SESSION_RELEASED by default).
+    """
+    task_id: _builtins.str
+    """The scheduled task this execution runs: an Interrupt by task_id trips every
+    live execution of the task (TASK_CANCELLED by default).
+    """
     @_builtins.property
     def grace(self) -> _duration_pb2.Duration:
         """Time tools get to unwind after the trip. Unset: the daemon's default (500 ms)."""
@@ -180,6 +191,13 @@ class BeginExecutionRequest(_message.Message):
     def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Free-form labels, returned in Execution. At most 64 entries."""
 
+    @_builtins.property
+    def remote_parent(self) -> Global___RemoteParent:
+        """A parent in another daemon (another pod). This execution trips with
+        PARENT_CANCELLED when that parent trips or ends. Exclusive with
+        parent_execution_id.
+        """
+
     def __init__(
         self,
         *,
@@ -190,14 +208,64 @@ class BeginExecutionRequest(_message.Message):
         budget: _duration_pb2.Duration | None = ...,
         lease_ttl: _duration_pb2.Duration | None = ...,
         labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        session_id: _builtins.str = ...,
+        task_id: _builtins.str = ...,
+        remote_parent: Global___RemoteParent | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["budget", b"budget", "grace", b"grace", "lease_ttl", b"lease_ttl"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["budget", b"budget", "grace", b"grace", "lease_ttl", b"lease_ttl", "remote_parent", b"remote_parent"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["budget", b"budget", "context_id", b"context_id", "execution_id", b"execution_id", "grace", b"grace", "labels", b"labels", "lease_ttl", b"lease_ttl", "parent_execution_id", b"parent_execution_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["budget", b"budget", "context_id", b"context_id", "execution_id", b"execution_id", "grace", b"grace", "labels", b"labels", "lease_ttl", b"lease_ttl", "parent_execution_id", b"parent_execution_id", "remote_parent", b"remote_parent", "session_id", b"session_id", "task_id", b"task_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___BeginExecutionRequest: _TypeAlias = BeginExecutionRequest  # noqa: Y015
+
+@_typing.final
+class RemoteParent(_message.Message):
+    """A parent execution owned by another interrupt-sidecar daemon."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ADDRESS_FIELD_NUMBER: _builtins.int
+    EXECUTION_ID_FIELD_NUMBER: _builtins.int
+    CREDENTIAL_FIELD_NUMBER: _builtins.int
+    UNREACHABLE_AFTER_FIELD_NUMBER: _builtins.int
+    KEEP_RUNNING_WHEN_UNREACHABLE_FIELD_NUMBER: _builtins.int
+    TLS_FIELD_NUMBER: _builtins.int
+    address: _builtins.str
+    """That daemon's address: HOST:PORT (e.g. a Kubernetes Service) or unix:///path."""
+    execution_id: _builtins.str
+    credential: _builtins.str
+    """The bearer token of that daemon's coordinator role, when it requires one.
+    Never returned in Execution.
+    """
+    keep_running_when_unreachable: _builtins.bool
+    """Keep running (and keep retrying) however long the parent's daemon stays unreachable."""
+    tls: _builtins.bool
+    """Connect with TLS (verified against the system's or --tls-client-ca's roots)."""
+    @_builtins.property
+    def unreachable_after(self) -> _duration_pb2.Duration:
+        """How long that daemon may stay unreachable before this execution trips with
+        HOLDER_LOST. Unset: the daemon's --remote-parent-timeout (10 s).
+        """
+
+    def __init__(
+        self,
+        *,
+        address: _builtins.str = ...,
+        execution_id: _builtins.str = ...,
+        credential: _builtins.str = ...,
+        unreachable_after: _duration_pb2.Duration | None = ...,
+        keep_running_when_unreachable: _builtins.bool = ...,
+        tls: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["unreachable_after", b"unreachable_after"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["address", b"address", "credential", b"credential", "execution_id", b"execution_id", "keep_running_when_unreachable", b"keep_running_when_unreachable", "tls", b"tls", "unreachable_after", b"unreachable_after"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RemoteParent: _TypeAlias = RemoteParent  # noqa: Y015
 
 @_typing.final
 class BeginExecutionResponse(_message.Message):
@@ -234,12 +302,21 @@ class InterruptRequest(_message.Message):
 
     EXECUTION_ID_FIELD_NUMBER: _builtins.int
     CONTEXT_ID_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    TASK_ID_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
     DETAIL_FIELD_NUMBER: _builtins.int
     execution_id: _builtins.str
     context_id: _builtins.str
     """Trips every live execution begun with this context_id, and no other."""
+    session_id: _builtins.str
+    """Trips every live execution of this session. Reason unset: SESSION_RELEASED."""
+    task_id: _builtins.str
+    """Trips every live execution of this task. Reason unset: TASK_CANCELLED."""
     reason: Global___InterruptReason.ValueType
+    """Why. Required, except for a session_id or task_id target, where it defaults
+    to SESSION_RELEASED or TASK_CANCELLED.
+    """
     detail: _builtins.str
     """Free text for people and logs (at most 1024 bytes)."""
     def __init__(
@@ -247,14 +324,16 @@ class InterruptRequest(_message.Message):
         *,
         execution_id: _builtins.str = ...,
         context_id: _builtins.str = ...,
+        session_id: _builtins.str = ...,
+        task_id: _builtins.str = ...,
         reason: Global___InterruptReason.ValueType = ...,
         detail: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["context_id", b"context_id", "execution_id", b"execution_id", "target", b"target"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["context_id", b"context_id", "execution_id", b"execution_id", "session_id", b"session_id", "target", b"target", "task_id", b"task_id"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["context_id", b"context_id", "detail", b"detail", "execution_id", b"execution_id", "reason", b"reason", "target", b"target"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["context_id", b"context_id", "detail", b"detail", "execution_id", b"execution_id", "reason", b"reason", "session_id", b"session_id", "target", b"target", "task_id", b"task_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_target: _TypeAlias = _typing.Literal["execution_id", "context_id"]  # noqa: Y015
+    _WhichOneofReturnType_target: _TypeAlias = _typing.Literal["execution_id", "context_id", "session_id", "task_id"]  # noqa: Y015
     _WhichOneofArgType_target: _TypeAlias = _typing.Literal["target", b"target"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_target) -> _WhichOneofReturnType_target | None: ...
 
@@ -541,6 +620,9 @@ class Execution(_message.Message):
     ATTACHED_TOOLS_FIELD_NUMBER: _builtins.int
     GRACE_OVERRUNS_FIELD_NUMBER: _builtins.int
     HOLDERS_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    TASK_ID_FIELD_NUMBER: _builtins.int
+    REMOTE_PARENT_FIELD_NUMBER: _builtins.int
     execution_id: _builtins.str
     cancelled: _builtins.bool
     reason: Global___InterruptReason.ValueType
@@ -555,6 +637,8 @@ class Execution(_message.Message):
     """Tools that overran the grace after the trip."""
     holders: _builtins.int
     """WatchExecution streams holding the execution now."""
+    session_id: _builtins.str
+    task_id: _builtins.str
     @_builtins.property
     def tripped_at(self) -> _timestamp_pb2.Timestamp: ...
     @_builtins.property
@@ -569,6 +653,10 @@ class Execution(_message.Message):
     def lease_ttl(self) -> _duration_pb2.Duration: ...
     @_builtins.property
     def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    @_builtins.property
+    def remote_parent(self) -> Global___RemoteParent:
+        """The parent in another daemon, without its credential."""
+
     def __init__(
         self,
         *,
@@ -589,10 +677,13 @@ class Execution(_message.Message):
         attached_tools: _builtins.int = ...,
         grace_overruns: _builtins.int = ...,
         holders: _builtins.int = ...,
+        session_id: _builtins.str = ...,
+        task_id: _builtins.str = ...,
+        remote_parent: Global___RemoteParent | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["begun_at", b"begun_at", "budget", b"budget", "ended_at", b"ended_at", "grace", b"grace", "lease_ttl", b"lease_ttl", "tripped_at", b"tripped_at"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["begun_at", b"begun_at", "budget", b"budget", "ended_at", b"ended_at", "grace", b"grace", "lease_ttl", b"lease_ttl", "remote_parent", b"remote_parent", "tripped_at", b"tripped_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attached_tools", b"attached_tools", "begun_at", b"begun_at", "budget", b"budget", "cancelled", b"cancelled", "context_id", b"context_id", "detail", b"detail", "ended", b"ended", "ended_at", b"ended_at", "execution_id", b"execution_id", "grace", b"grace", "grace_overruns", b"grace_overruns", "holders", b"holders", "labels", b"labels", "lease_ttl", b"lease_ttl", "parent_execution_id", b"parent_execution_id", "reason", b"reason", "tripped_at", b"tripped_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attached_tools", b"attached_tools", "begun_at", b"begun_at", "budget", b"budget", "cancelled", b"cancelled", "context_id", b"context_id", "detail", b"detail", "ended", b"ended", "ended_at", b"ended_at", "execution_id", b"execution_id", "grace", b"grace", "grace_overruns", b"grace_overruns", "holders", b"holders", "labels", b"labels", "lease_ttl", b"lease_ttl", "parent_execution_id", b"parent_execution_id", "reason", b"reason", "remote_parent", b"remote_parent", "session_id", b"session_id", "task_id", b"task_id", "tripped_at", b"tripped_at"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -782,6 +782,83 @@ java.lang.String defaultValue);
      */
     java.lang.String getLabelsOrThrow(
         java.lang.String key);
+
+    /**
+     * <pre>
+     * The agent session this execution belongs to: an Interrupt by session_id
+     * trips every live execution of the session (SESSION_RELEASED by default).
+     * </pre>
+     *
+     * <code>string session_id = 8;</code>
+     * @return The sessionId.
+     */
+    java.lang.String getSessionId();
+    /**
+     * <pre>
+     * The agent session this execution belongs to: an Interrupt by session_id
+     * trips every live execution of the session (SESSION_RELEASED by default).
+     * </pre>
+     *
+     * <code>string session_id = 8;</code>
+     * @return The bytes for sessionId.
+     */
+    com.google.protobuf.ByteString
+        getSessionIdBytes();
+
+    /**
+     * <pre>
+     * The scheduled task this execution runs: an Interrupt by task_id trips every
+     * live execution of the task (TASK_CANCELLED by default).
+     * </pre>
+     *
+     * <code>string task_id = 9;</code>
+     * @return The taskId.
+     */
+    java.lang.String getTaskId();
+    /**
+     * <pre>
+     * The scheduled task this execution runs: an Interrupt by task_id trips every
+     * live execution of the task (TASK_CANCELLED by default).
+     * </pre>
+     *
+     * <code>string task_id = 9;</code>
+     * @return The bytes for taskId.
+     */
+    com.google.protobuf.ByteString
+        getTaskIdBytes();
+
+    /**
+     * <pre>
+     * A parent in another daemon (another pod). This execution trips with
+     * PARENT_CANCELLED when that parent trips or ends. Exclusive with
+     * parent_execution_id.
+     * </pre>
+     *
+     * <code>.interrupt.v1.RemoteParent remote_parent = 10;</code>
+     * @return Whether the remoteParent field is set.
+     */
+    boolean hasRemoteParent();
+    /**
+     * <pre>
+     * A parent in another daemon (another pod). This execution trips with
+     * PARENT_CANCELLED when that parent trips or ends. Exclusive with
+     * parent_execution_id.
+     * </pre>
+     *
+     * <code>.interrupt.v1.RemoteParent remote_parent = 10;</code>
+     * @return The remoteParent.
+     */
+    interrupt.v1.Interrupt.RemoteParent getRemoteParent();
+    /**
+     * <pre>
+     * A parent in another daemon (another pod). This execution trips with
+     * PARENT_CANCELLED when that parent trips or ends. Exclusive with
+     * parent_execution_id.
+     * </pre>
+     *
+     * <code>.interrupt.v1.RemoteParent remote_parent = 10;</code>
+     */
+    interrupt.v1.Interrupt.RemoteParentOrBuilder getRemoteParentOrBuilder();
   }
   /**
    * Protobuf type {@code interrupt.v1.BeginExecutionRequest}
@@ -808,6 +885,8 @@ java.lang.String defaultValue);
       executionId_ = "";
       parentExecutionId_ = "";
       contextId_ = "";
+      sessionId_ = "";
+      taskId_ = "";
     }
 
     public static final com.google.protobuf.Descriptors.Descriptor
@@ -1194,6 +1273,148 @@ java.lang.String defaultValue) {
       return map.get(key);
     }
 
+    public static final int SESSION_ID_FIELD_NUMBER = 8;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object sessionId_ = "";
+    /**
+     * <pre>
+     * The agent session this execution belongs to: an Interrupt by session_id
+     * trips every live execution of the session (SESSION_RELEASED by default).
+     * </pre>
+     *
+     * <code>string session_id = 8;</code>
+     * @return The sessionId.
+     */
+    @java.lang.Override
+    public java.lang.String getSessionId() {
+      java.lang.Object ref = sessionId_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        sessionId_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * The agent session this execution belongs to: an Interrupt by session_id
+     * trips every live execution of the session (SESSION_RELEASED by default).
+     * </pre>
+     *
+     * <code>string session_id = 8;</code>
+     * @return The bytes for sessionId.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getSessionIdBytes() {
+      java.lang.Object ref = sessionId_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        sessionId_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    public static final int TASK_ID_FIELD_NUMBER = 9;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object taskId_ = "";
+    /**
+     * <pre>
+     * The scheduled task this execution runs: an Interrupt by task_id trips every
+     * live execution of the task (TASK_CANCELLED by default).
+     * </pre>
+     *
+     * <code>string task_id = 9;</code>
+     * @return The taskId.
+     */
+    @java.lang.Override
+    public java.lang.String getTaskId() {
+      java.lang.Object ref = taskId_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        taskId_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * The scheduled task this execution runs: an Interrupt by task_id trips every
+     * live execution of the task (TASK_CANCELLED by default).
+     * </pre>
+     *
+     * <code>string task_id = 9;</code>
+     * @return The bytes for taskId.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getTaskIdBytes() {
+      java.lang.Object ref = taskId_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        taskId_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    public static final int REMOTE_PARENT_FIELD_NUMBER = 10;
+    private interrupt.v1.Interrupt.RemoteParent remoteParent_;
+    /**
+     * <pre>
+     * A parent in another daemon (another pod). This execution trips with
+     * PARENT_CANCELLED when that parent trips or ends. Exclusive with
+     * parent_execution_id.
+     * </pre>
+     *
+     * <code>.interrupt.v1.RemoteParent remote_parent = 10;</code>
+     * @return Whether the remoteParent field is set.
+     */
+    @java.lang.Override
+    public boolean hasRemoteParent() {
+      return ((bitField0_ & 0x00000008) != 0);
+    }
+    /**
+     * <pre>
+     * A parent in another daemon (another pod). This execution trips with
+     * PARENT_CANCELLED when that parent trips or ends. Exclusive with
+     * parent_execution_id.
+     * </pre>
+     *
+     * <code>.interrupt.v1.RemoteParent remote_parent = 10;</code>
+     * @return The remoteParent.
+     */
+    @java.lang.Override
+    public interrupt.v1.Interrupt.RemoteParent getRemoteParent() {
+      return remoteParent_ == null ? interrupt.v1.Interrupt.RemoteParent.getDefaultInstance() : remoteParent_;
+    }
+    /**
+     * <pre>
+     * A parent in another daemon (another pod). This execution trips with
+     * PARENT_CANCELLED when that parent trips or ends. Exclusive with
+     * parent_execution_id.
+     * </pre>
+     *
+     * <code>.interrupt.v1.RemoteParent remote_parent = 10;</code>
+     */
+    @java.lang.Override
+    public interrupt.v1.Interrupt.RemoteParentOrBuilder getRemoteParentOrBuilder() {
+      return remoteParent_ == null ? interrupt.v1.Interrupt.RemoteParent.getDefaultInstance() : remoteParent_;
+    }
+
     private byte memoizedIsInitialized = -1;
     @java.lang.Override
     public final boolean isInitialized() {
@@ -1232,6 +1453,15 @@ java.lang.String defaultValue) {
           internalGetLabels(),
           LabelsDefaultEntryHolder.defaultEntry,
           7);
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(sessionId_)) {
+        com.google.protobuf.GeneratedMessage.writeString(output, 8, sessionId_);
+      }
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(taskId_)) {
+        com.google.protobuf.GeneratedMessage.writeString(output, 9, taskId_);
+      }
+      if (((bitField0_ & 0x00000008) != 0)) {
+        output.writeMessage(10, getRemoteParent());
+      }
       getUnknownFields().writeTo(output);
     }
     private int computeSerializedSize_0() {
@@ -1266,6 +1496,16 @@ java.lang.String defaultValue) {
             .buildPartial();
         size += com.google.protobuf.CodedOutputStream
             .computeMessageSize(7, labels__);
+      }
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(sessionId_)) {
+        size += com.google.protobuf.GeneratedMessage.computeStringSize(8, sessionId_);
+      }
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(taskId_)) {
+        size += com.google.protobuf.GeneratedMessage.computeStringSize(9, taskId_);
+      }
+      if (((bitField0_ & 0x00000008) != 0)) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(10, getRemoteParent());
       }
       return size;
     }
@@ -1314,6 +1554,15 @@ java.lang.String defaultValue) {
       }
       if (!internalGetLabels().equals(
           other.internalGetLabels())) return false;
+      if (!getSessionId()
+          .equals(other.getSessionId())) return false;
+      if (!getTaskId()
+          .equals(other.getTaskId())) return false;
+      if (hasRemoteParent() != other.hasRemoteParent()) return false;
+      if (hasRemoteParent()) {
+        if (!getRemoteParent()
+            .equals(other.getRemoteParent())) return false;
+      }
       if (!getUnknownFields().equals(other.getUnknownFields())) return false;
       return true;
     }
@@ -1346,6 +1595,14 @@ java.lang.String defaultValue) {
       if (!internalGetLabels().getMap().isEmpty()) {
         hash = (37 * hash) + LABELS_FIELD_NUMBER;
         hash = (53 * hash) + internalGetLabels().hashCode();
+      }
+      hash = (37 * hash) + SESSION_ID_FIELD_NUMBER;
+      hash = (53 * hash) + getSessionId().hashCode();
+      hash = (37 * hash) + TASK_ID_FIELD_NUMBER;
+      hash = (53 * hash) + getTaskId().hashCode();
+      if (hasRemoteParent()) {
+        hash = (37 * hash) + REMOTE_PARENT_FIELD_NUMBER;
+        hash = (53 * hash) + getRemoteParent().hashCode();
       }
       hash = (29 * hash) + getUnknownFields().hashCode();
       memoizedHashCode = hash;
@@ -1502,6 +1759,7 @@ java.lang.String defaultValue) {
           internalGetGraceFieldBuilder();
           internalGetBudgetFieldBuilder();
           internalGetLeaseTtlFieldBuilder();
+          internalGetRemoteParentFieldBuilder();
         }
       }
       @java.lang.Override
@@ -1527,6 +1785,13 @@ java.lang.String defaultValue) {
           leaseTtlBuilder_ = null;
         }
         internalGetMutableLabels().clear();
+        sessionId_ = "";
+        taskId_ = "";
+        remoteParent_ = null;
+        if (remoteParentBuilder_ != null) {
+          remoteParentBuilder_.dispose();
+          remoteParentBuilder_ = null;
+        }
         return this;
       }
 
@@ -1592,6 +1857,18 @@ java.lang.String defaultValue) {
           result.labels_ = internalGetLabels();
           result.labels_.makeImmutable();
         }
+        if (((from_bitField0_ & 0x00000080) != 0)) {
+          result.sessionId_ = sessionId_;
+        }
+        if (((from_bitField0_ & 0x00000100) != 0)) {
+          result.taskId_ = taskId_;
+        }
+        if (((from_bitField0_ & 0x00000200) != 0)) {
+          result.remoteParent_ = remoteParentBuilder_ == null
+              ? remoteParent_
+              : remoteParentBuilder_.build();
+          to_bitField0_ |= 0x00000008;
+        }
         result.bitField0_ |= to_bitField0_;
       }
 
@@ -1634,6 +1911,19 @@ java.lang.String defaultValue) {
         internalGetMutableLabels().mergeFrom(
             other.internalGetLabels());
         bitField0_ |= 0x00000040;
+        if (!other.getSessionId().isEmpty()) {
+          sessionId_ = other.sessionId_;
+          bitField0_ |= 0x00000080;
+          onChanged();
+        }
+        if (!other.getTaskId().isEmpty()) {
+          taskId_ = other.taskId_;
+          bitField0_ |= 0x00000100;
+          onChanged();
+        }
+        if (other.hasRemoteParent()) {
+          mergeRemoteParent(other.getRemoteParent());
+        }
         this.mergeUnknownFields(other.getUnknownFields());
         onChanged();
         return this;
@@ -1705,6 +1995,23 @@ java.lang.String defaultValue) {
                 bitField0_ |= 0x00000040;
                 break;
               } // case 58
+              case 66: {
+                sessionId_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000080;
+                break;
+              } // case 66
+              case 74: {
+                taskId_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000100;
+                break;
+              } // case 74
+              case 82: {
+                input.readMessage(
+                    internalGetRemoteParentFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                bitField0_ |= 0x00000200;
+                break;
+              } // case 82
               default: {
                 if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                   done = true; // was an endgroup tag
@@ -2633,6 +2940,375 @@ java.lang.String defaultValue) {
         return this;
       }
 
+      private java.lang.Object sessionId_ = "";
+      /**
+       * <pre>
+       * The agent session this execution belongs to: an Interrupt by session_id
+       * trips every live execution of the session (SESSION_RELEASED by default).
+       * </pre>
+       *
+       * <code>string session_id = 8;</code>
+       * @return The sessionId.
+       */
+      public java.lang.String getSessionId() {
+        java.lang.Object ref = sessionId_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          sessionId_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The agent session this execution belongs to: an Interrupt by session_id
+       * trips every live execution of the session (SESSION_RELEASED by default).
+       * </pre>
+       *
+       * <code>string session_id = 8;</code>
+       * @return The bytes for sessionId.
+       */
+      public com.google.protobuf.ByteString
+          getSessionIdBytes() {
+        java.lang.Object ref = sessionId_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          sessionId_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The agent session this execution belongs to: an Interrupt by session_id
+       * trips every live execution of the session (SESSION_RELEASED by default).
+       * </pre>
+       *
+       * <code>string session_id = 8;</code>
+       * @param value The sessionId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setSessionId(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        sessionId_ = value;
+        bitField0_ |= 0x00000080;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The agent session this execution belongs to: an Interrupt by session_id
+       * trips every live execution of the session (SESSION_RELEASED by default).
+       * </pre>
+       *
+       * <code>string session_id = 8;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearSessionId() {
+        sessionId_ = getDefaultInstance().getSessionId();
+        bitField0_ = (bitField0_ & ~0x00000080);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The agent session this execution belongs to: an Interrupt by session_id
+       * trips every live execution of the session (SESSION_RELEASED by default).
+       * </pre>
+       *
+       * <code>string session_id = 8;</code>
+       * @param value The bytes for sessionId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setSessionIdBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        sessionId_ = value;
+        bitField0_ |= 0x00000080;
+        onChanged();
+        return this;
+      }
+
+      private java.lang.Object taskId_ = "";
+      /**
+       * <pre>
+       * The scheduled task this execution runs: an Interrupt by task_id trips every
+       * live execution of the task (TASK_CANCELLED by default).
+       * </pre>
+       *
+       * <code>string task_id = 9;</code>
+       * @return The taskId.
+       */
+      public java.lang.String getTaskId() {
+        java.lang.Object ref = taskId_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          taskId_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The scheduled task this execution runs: an Interrupt by task_id trips every
+       * live execution of the task (TASK_CANCELLED by default).
+       * </pre>
+       *
+       * <code>string task_id = 9;</code>
+       * @return The bytes for taskId.
+       */
+      public com.google.protobuf.ByteString
+          getTaskIdBytes() {
+        java.lang.Object ref = taskId_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          taskId_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The scheduled task this execution runs: an Interrupt by task_id trips every
+       * live execution of the task (TASK_CANCELLED by default).
+       * </pre>
+       *
+       * <code>string task_id = 9;</code>
+       * @param value The taskId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setTaskId(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        taskId_ = value;
+        bitField0_ |= 0x00000100;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The scheduled task this execution runs: an Interrupt by task_id trips every
+       * live execution of the task (TASK_CANCELLED by default).
+       * </pre>
+       *
+       * <code>string task_id = 9;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearTaskId() {
+        taskId_ = getDefaultInstance().getTaskId();
+        bitField0_ = (bitField0_ & ~0x00000100);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The scheduled task this execution runs: an Interrupt by task_id trips every
+       * live execution of the task (TASK_CANCELLED by default).
+       * </pre>
+       *
+       * <code>string task_id = 9;</code>
+       * @param value The bytes for taskId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setTaskIdBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        taskId_ = value;
+        bitField0_ |= 0x00000100;
+        onChanged();
+        return this;
+      }
+
+      private interrupt.v1.Interrupt.RemoteParent remoteParent_;
+      private com.google.protobuf.SingleFieldBuilder<
+          interrupt.v1.Interrupt.RemoteParent, interrupt.v1.Interrupt.RemoteParent.Builder, interrupt.v1.Interrupt.RemoteParentOrBuilder> remoteParentBuilder_;
+      /**
+       * <pre>
+       * A parent in another daemon (another pod). This execution trips with
+       * PARENT_CANCELLED when that parent trips or ends. Exclusive with
+       * parent_execution_id.
+       * </pre>
+       *
+       * <code>.interrupt.v1.RemoteParent remote_parent = 10;</code>
+       * @return Whether the remoteParent field is set.
+       */
+      public boolean hasRemoteParent() {
+        return ((bitField0_ & 0x00000200) != 0);
+      }
+      /**
+       * <pre>
+       * A parent in another daemon (another pod). This execution trips with
+       * PARENT_CANCELLED when that parent trips or ends. Exclusive with
+       * parent_execution_id.
+       * </pre>
+       *
+       * <code>.interrupt.v1.RemoteParent remote_parent = 10;</code>
+       * @return The remoteParent.
+       */
+      public interrupt.v1.Interrupt.RemoteParent getRemoteParent() {
+        if (remoteParentBuilder_ == null) {
+          return remoteParent_ == null ? interrupt.v1.Interrupt.RemoteParent.getDefaultInstance() : remoteParent_;
+        } else {
+          return remoteParentBuilder_.getMessage();
+        }
+      }
+      /**
+       * <pre>
+       * A parent in another daemon (another pod). This execution trips with
+       * PARENT_CANCELLED when that parent trips or ends. Exclusive with
+       * parent_execution_id.
+       * </pre>
+       *
+       * <code>.interrupt.v1.RemoteParent remote_parent = 10;</code>
+       */
+      public Builder setRemoteParent(interrupt.v1.Interrupt.RemoteParent value) {
+        if (remoteParentBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          remoteParent_ = value;
+        } else {
+          remoteParentBuilder_.setMessage(value);
+        }
+        bitField0_ |= 0x00000200;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * A parent in another daemon (another pod). This execution trips with
+       * PARENT_CANCELLED when that parent trips or ends. Exclusive with
+       * parent_execution_id.
+       * </pre>
+       *
+       * <code>.interrupt.v1.RemoteParent remote_parent = 10;</code>
+       */
+      public Builder setRemoteParent(
+          interrupt.v1.Interrupt.RemoteParent.Builder builderForValue) {
+        if (remoteParentBuilder_ == null) {
+          remoteParent_ = builderForValue.build();
+        } else {
+          remoteParentBuilder_.setMessage(builderForValue.build());
+        }
+        bitField0_ |= 0x00000200;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * A parent in another daemon (another pod). This execution trips with
+       * PARENT_CANCELLED when that parent trips or ends. Exclusive with
+       * parent_execution_id.
+       * </pre>
+       *
+       * <code>.interrupt.v1.RemoteParent remote_parent = 10;</code>
+       */
+      public Builder mergeRemoteParent(interrupt.v1.Interrupt.RemoteParent value) {
+        if (remoteParentBuilder_ == null) {
+          if (((bitField0_ & 0x00000200) != 0) &&
+            remoteParent_ != null &&
+            remoteParent_ != interrupt.v1.Interrupt.RemoteParent.getDefaultInstance()) {
+            getRemoteParentBuilder().mergeFrom(value);
+          } else {
+            remoteParent_ = value;
+          }
+        } else {
+          remoteParentBuilder_.mergeFrom(value);
+        }
+        if (remoteParent_ != null) {
+          bitField0_ |= 0x00000200;
+          onChanged();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * A parent in another daemon (another pod). This execution trips with
+       * PARENT_CANCELLED when that parent trips or ends. Exclusive with
+       * parent_execution_id.
+       * </pre>
+       *
+       * <code>.interrupt.v1.RemoteParent remote_parent = 10;</code>
+       */
+      public Builder clearRemoteParent() {
+        bitField0_ = (bitField0_ & ~0x00000200);
+        remoteParent_ = null;
+        if (remoteParentBuilder_ != null) {
+          remoteParentBuilder_.dispose();
+          remoteParentBuilder_ = null;
+        }
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * A parent in another daemon (another pod). This execution trips with
+       * PARENT_CANCELLED when that parent trips or ends. Exclusive with
+       * parent_execution_id.
+       * </pre>
+       *
+       * <code>.interrupt.v1.RemoteParent remote_parent = 10;</code>
+       */
+      public interrupt.v1.Interrupt.RemoteParent.Builder getRemoteParentBuilder() {
+        bitField0_ |= 0x00000200;
+        onChanged();
+        return internalGetRemoteParentFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * A parent in another daemon (another pod). This execution trips with
+       * PARENT_CANCELLED when that parent trips or ends. Exclusive with
+       * parent_execution_id.
+       * </pre>
+       *
+       * <code>.interrupt.v1.RemoteParent remote_parent = 10;</code>
+       */
+      public interrupt.v1.Interrupt.RemoteParentOrBuilder getRemoteParentOrBuilder() {
+        if (remoteParentBuilder_ != null) {
+          return remoteParentBuilder_.getMessageOrBuilder();
+        } else {
+          return remoteParent_ == null ?
+              interrupt.v1.Interrupt.RemoteParent.getDefaultInstance() : remoteParent_;
+        }
+      }
+      /**
+       * <pre>
+       * A parent in another daemon (another pod). This execution trips with
+       * PARENT_CANCELLED when that parent trips or ends. Exclusive with
+       * parent_execution_id.
+       * </pre>
+       *
+       * <code>.interrupt.v1.RemoteParent remote_parent = 10;</code>
+       */
+      private com.google.protobuf.SingleFieldBuilder<
+          interrupt.v1.Interrupt.RemoteParent, interrupt.v1.Interrupt.RemoteParent.Builder, interrupt.v1.Interrupt.RemoteParentOrBuilder> 
+          internalGetRemoteParentFieldBuilder() {
+        if (remoteParentBuilder_ == null) {
+          remoteParentBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+              interrupt.v1.Interrupt.RemoteParent, interrupt.v1.Interrupt.RemoteParent.Builder, interrupt.v1.Interrupt.RemoteParentOrBuilder>(
+                  getRemoteParent(),
+                  getParentForChildren(),
+                  isClean());
+          remoteParent_ = null;
+        }
+        return remoteParentBuilder_;
+      }
+
       // @@protoc_insertion_point(builder_scope:interrupt.v1.BeginExecutionRequest)
     }
 
@@ -2679,6 +3355,1379 @@ java.lang.String defaultValue) {
 
     @java.lang.Override
     public interrupt.v1.Interrupt.BeginExecutionRequest getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
+  public interface RemoteParentOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:interrupt.v1.RemoteParent)
+      com.google.protobuf.MessageOrBuilder {
+
+    /**
+     * <pre>
+     * That daemon's address: HOST:PORT (e.g. a Kubernetes Service) or unix:///path.
+     * </pre>
+     *
+     * <code>string address = 1;</code>
+     * @return The address.
+     */
+    java.lang.String getAddress();
+    /**
+     * <pre>
+     * That daemon's address: HOST:PORT (e.g. a Kubernetes Service) or unix:///path.
+     * </pre>
+     *
+     * <code>string address = 1;</code>
+     * @return The bytes for address.
+     */
+    com.google.protobuf.ByteString
+        getAddressBytes();
+
+    /**
+     * <code>string execution_id = 2;</code>
+     * @return The executionId.
+     */
+    java.lang.String getExecutionId();
+    /**
+     * <code>string execution_id = 2;</code>
+     * @return The bytes for executionId.
+     */
+    com.google.protobuf.ByteString
+        getExecutionIdBytes();
+
+    /**
+     * <pre>
+     * The bearer token of that daemon's coordinator role, when it requires one.
+     * Never returned in Execution.
+     * </pre>
+     *
+     * <code>string credential = 3;</code>
+     * @return The credential.
+     */
+    java.lang.String getCredential();
+    /**
+     * <pre>
+     * The bearer token of that daemon's coordinator role, when it requires one.
+     * Never returned in Execution.
+     * </pre>
+     *
+     * <code>string credential = 3;</code>
+     * @return The bytes for credential.
+     */
+    com.google.protobuf.ByteString
+        getCredentialBytes();
+
+    /**
+     * <pre>
+     * How long that daemon may stay unreachable before this execution trips with
+     * HOLDER_LOST. Unset: the daemon's --remote-parent-timeout (10 s).
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration unreachable_after = 4;</code>
+     * @return Whether the unreachableAfter field is set.
+     */
+    boolean hasUnreachableAfter();
+    /**
+     * <pre>
+     * How long that daemon may stay unreachable before this execution trips with
+     * HOLDER_LOST. Unset: the daemon's --remote-parent-timeout (10 s).
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration unreachable_after = 4;</code>
+     * @return The unreachableAfter.
+     */
+    com.google.protobuf.Duration getUnreachableAfter();
+    /**
+     * <pre>
+     * How long that daemon may stay unreachable before this execution trips with
+     * HOLDER_LOST. Unset: the daemon's --remote-parent-timeout (10 s).
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration unreachable_after = 4;</code>
+     */
+    com.google.protobuf.DurationOrBuilder getUnreachableAfterOrBuilder();
+
+    /**
+     * <pre>
+     * Keep running (and keep retrying) however long the parent's daemon stays unreachable.
+     * </pre>
+     *
+     * <code>bool keep_running_when_unreachable = 5;</code>
+     * @return The keepRunningWhenUnreachable.
+     */
+    boolean getKeepRunningWhenUnreachable();
+
+    /**
+     * <pre>
+     * Connect with TLS (verified against the system's or --tls-client-ca's roots).
+     * </pre>
+     *
+     * <code>bool tls = 6;</code>
+     * @return The tls.
+     */
+    boolean getTls();
+  }
+  /**
+   * <pre>
+   * A parent execution owned by another interrupt-sidecar daemon.
+   * </pre>
+   *
+   * Protobuf type {@code interrupt.v1.RemoteParent}
+   */
+  public static final class RemoteParent extends
+      com.google.protobuf.GeneratedMessage implements
+      // @@protoc_insertion_point(message_implements:interrupt.v1.RemoteParent)
+      RemoteParentOrBuilder {
+  private static final long serialVersionUID = 0L;
+    static {
+      com.google.protobuf.RuntimeVersion.validateProtobufGencodeVersion(
+        com.google.protobuf.RuntimeVersion.RuntimeDomain.PUBLIC,
+        /* major= */ 4,
+        /* minor= */ 35,
+        /* patch= */ 1,
+        /* suffix= */ "",
+        "RemoteParent");
+    }
+    // Use RemoteParent.newBuilder() to construct.
+    private RemoteParent(com.google.protobuf.GeneratedMessage.Builder<?> builder) {
+      super(builder);
+    }
+    private RemoteParent() {
+      address_ = "";
+      executionId_ = "";
+      credential_ = "";
+    }
+
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return interrupt.v1.Interrupt.internal_static_interrupt_v1_RemoteParent_descriptor;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Descriptors.Descriptor getDescriptorForType() {
+      return interrupt.v1.Interrupt.internal_static_interrupt_v1_RemoteParent_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return interrupt.v1.Interrupt.internal_static_interrupt_v1_RemoteParent_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              interrupt.v1.Interrupt.RemoteParent.class, interrupt.v1.Interrupt.RemoteParent.Builder.class);
+    }
+
+    private int bitField0_;
+    public static final int ADDRESS_FIELD_NUMBER = 1;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object address_ = "";
+    /**
+     * <pre>
+     * That daemon's address: HOST:PORT (e.g. a Kubernetes Service) or unix:///path.
+     * </pre>
+     *
+     * <code>string address = 1;</code>
+     * @return The address.
+     */
+    @java.lang.Override
+    public java.lang.String getAddress() {
+      java.lang.Object ref = address_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        address_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * That daemon's address: HOST:PORT (e.g. a Kubernetes Service) or unix:///path.
+     * </pre>
+     *
+     * <code>string address = 1;</code>
+     * @return The bytes for address.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getAddressBytes() {
+      java.lang.Object ref = address_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        address_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    public static final int EXECUTION_ID_FIELD_NUMBER = 2;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object executionId_ = "";
+    /**
+     * <code>string execution_id = 2;</code>
+     * @return The executionId.
+     */
+    @java.lang.Override
+    public java.lang.String getExecutionId() {
+      java.lang.Object ref = executionId_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        executionId_ = s;
+        return s;
+      }
+    }
+    /**
+     * <code>string execution_id = 2;</code>
+     * @return The bytes for executionId.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getExecutionIdBytes() {
+      java.lang.Object ref = executionId_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        executionId_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    public static final int CREDENTIAL_FIELD_NUMBER = 3;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object credential_ = "";
+    /**
+     * <pre>
+     * The bearer token of that daemon's coordinator role, when it requires one.
+     * Never returned in Execution.
+     * </pre>
+     *
+     * <code>string credential = 3;</code>
+     * @return The credential.
+     */
+    @java.lang.Override
+    public java.lang.String getCredential() {
+      java.lang.Object ref = credential_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        credential_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * The bearer token of that daemon's coordinator role, when it requires one.
+     * Never returned in Execution.
+     * </pre>
+     *
+     * <code>string credential = 3;</code>
+     * @return The bytes for credential.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getCredentialBytes() {
+      java.lang.Object ref = credential_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        credential_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    public static final int UNREACHABLE_AFTER_FIELD_NUMBER = 4;
+    private com.google.protobuf.Duration unreachableAfter_;
+    /**
+     * <pre>
+     * How long that daemon may stay unreachable before this execution trips with
+     * HOLDER_LOST. Unset: the daemon's --remote-parent-timeout (10 s).
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration unreachable_after = 4;</code>
+     * @return Whether the unreachableAfter field is set.
+     */
+    @java.lang.Override
+    public boolean hasUnreachableAfter() {
+      return ((bitField0_ & 0x00000001) != 0);
+    }
+    /**
+     * <pre>
+     * How long that daemon may stay unreachable before this execution trips with
+     * HOLDER_LOST. Unset: the daemon's --remote-parent-timeout (10 s).
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration unreachable_after = 4;</code>
+     * @return The unreachableAfter.
+     */
+    @java.lang.Override
+    public com.google.protobuf.Duration getUnreachableAfter() {
+      return unreachableAfter_ == null ? com.google.protobuf.Duration.getDefaultInstance() : unreachableAfter_;
+    }
+    /**
+     * <pre>
+     * How long that daemon may stay unreachable before this execution trips with
+     * HOLDER_LOST. Unset: the daemon's --remote-parent-timeout (10 s).
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration unreachable_after = 4;</code>
+     */
+    @java.lang.Override
+    public com.google.protobuf.DurationOrBuilder getUnreachableAfterOrBuilder() {
+      return unreachableAfter_ == null ? com.google.protobuf.Duration.getDefaultInstance() : unreachableAfter_;
+    }
+
+    public static final int KEEP_RUNNING_WHEN_UNREACHABLE_FIELD_NUMBER = 5;
+    private boolean keepRunningWhenUnreachable_ = false;
+    /**
+     * <pre>
+     * Keep running (and keep retrying) however long the parent's daemon stays unreachable.
+     * </pre>
+     *
+     * <code>bool keep_running_when_unreachable = 5;</code>
+     * @return The keepRunningWhenUnreachable.
+     */
+    @java.lang.Override
+    public boolean getKeepRunningWhenUnreachable() {
+      return keepRunningWhenUnreachable_;
+    }
+
+    public static final int TLS_FIELD_NUMBER = 6;
+    private boolean tls_ = false;
+    /**
+     * <pre>
+     * Connect with TLS (verified against the system's or --tls-client-ca's roots).
+     * </pre>
+     *
+     * <code>bool tls = 6;</code>
+     * @return The tls.
+     */
+    @java.lang.Override
+    public boolean getTls() {
+      return tls_;
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(address_)) {
+        com.google.protobuf.GeneratedMessage.writeString(output, 1, address_);
+      }
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(executionId_)) {
+        com.google.protobuf.GeneratedMessage.writeString(output, 2, executionId_);
+      }
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(credential_)) {
+        com.google.protobuf.GeneratedMessage.writeString(output, 3, credential_);
+      }
+      if (((bitField0_ & 0x00000001) != 0)) {
+        output.writeMessage(4, getUnreachableAfter());
+      }
+      if (keepRunningWhenUnreachable_ != false) {
+        output.writeBool(5, keepRunningWhenUnreachable_);
+      }
+      if (tls_ != false) {
+        output.writeBool(6, tls_);
+      }
+      getUnknownFields().writeTo(output);
+    }
+    private int computeSerializedSize_0() {
+      int size = 0;
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(address_)) {
+        size += com.google.protobuf.GeneratedMessage.computeStringSize(1, address_);
+      }
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(executionId_)) {
+        size += com.google.protobuf.GeneratedMessage.computeStringSize(2, executionId_);
+      }
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(credential_)) {
+        size += com.google.protobuf.GeneratedMessage.computeStringSize(3, credential_);
+      }
+      if (((bitField0_ & 0x00000001) != 0)) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(4, getUnreachableAfter());
+      }
+      if (keepRunningWhenUnreachable_ != false) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeBoolSize(5, keepRunningWhenUnreachable_);
+      }
+      if (tls_ != false) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeBoolSize(6, tls_);
+      }
+      return size;
+    }
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      size += computeSerializedSize_0();
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof interrupt.v1.Interrupt.RemoteParent)) {
+        return super.equals(obj);
+      }
+      interrupt.v1.Interrupt.RemoteParent other = (interrupt.v1.Interrupt.RemoteParent) obj;
+
+      if (!getAddress()
+          .equals(other.getAddress())) return false;
+      if (!getExecutionId()
+          .equals(other.getExecutionId())) return false;
+      if (!getCredential()
+          .equals(other.getCredential())) return false;
+      if (hasUnreachableAfter() != other.hasUnreachableAfter()) return false;
+      if (hasUnreachableAfter()) {
+        if (!getUnreachableAfter()
+            .equals(other.getUnreachableAfter())) return false;
+      }
+      if (getKeepRunningWhenUnreachable()
+          != other.getKeepRunningWhenUnreachable()) return false;
+      if (getTls()
+          != other.getTls()) return false;
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      hash = (37 * hash) + ADDRESS_FIELD_NUMBER;
+      hash = (53 * hash) + getAddress().hashCode();
+      hash = (37 * hash) + EXECUTION_ID_FIELD_NUMBER;
+      hash = (53 * hash) + getExecutionId().hashCode();
+      hash = (37 * hash) + CREDENTIAL_FIELD_NUMBER;
+      hash = (53 * hash) + getCredential().hashCode();
+      if (hasUnreachableAfter()) {
+        hash = (37 * hash) + UNREACHABLE_AFTER_FIELD_NUMBER;
+        hash = (53 * hash) + getUnreachableAfter().hashCode();
+      }
+      hash = (37 * hash) + KEEP_RUNNING_WHEN_UNREACHABLE_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+          getKeepRunningWhenUnreachable());
+      hash = (37 * hash) + TLS_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+          getTls());
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static interrupt.v1.Interrupt.RemoteParent parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static interrupt.v1.Interrupt.RemoteParent parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static interrupt.v1.Interrupt.RemoteParent parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static interrupt.v1.Interrupt.RemoteParent parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static interrupt.v1.Interrupt.RemoteParent parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static interrupt.v1.Interrupt.RemoteParent parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static interrupt.v1.Interrupt.RemoteParent parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessage
+          .parseWithIOException(PARSER, input);
+    }
+    public static interrupt.v1.Interrupt.RemoteParent parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessage
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    public static interrupt.v1.Interrupt.RemoteParent parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessage
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+
+    public static interrupt.v1.Interrupt.RemoteParent parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessage
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static interrupt.v1.Interrupt.RemoteParent parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessage
+          .parseWithIOException(PARSER, input);
+    }
+    public static interrupt.v1.Interrupt.RemoteParent parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessage
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(interrupt.v1.Interrupt.RemoteParent prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessage.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * A parent execution owned by another interrupt-sidecar daemon.
+     * </pre>
+     *
+     * Protobuf type {@code interrupt.v1.RemoteParent}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessage.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:interrupt.v1.RemoteParent)
+        interrupt.v1.Interrupt.RemoteParentOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return interrupt.v1.Interrupt.internal_static_interrupt_v1_RemoteParent_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return interrupt.v1.Interrupt.internal_static_interrupt_v1_RemoteParent_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                interrupt.v1.Interrupt.RemoteParent.class, interrupt.v1.Interrupt.RemoteParent.Builder.class);
+      }
+
+      // Construct using interrupt.v1.Interrupt.RemoteParent.newBuilder()
+      private Builder() {
+        maybeForceBuilderInitialization();
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessage.BuilderParent parent) {
+        super(parent);
+        maybeForceBuilderInitialization();
+      }
+      private void maybeForceBuilderInitialization() {
+        if (com.google.protobuf.GeneratedMessage
+                .alwaysUseFieldBuilders) {
+          internalGetUnreachableAfterFieldBuilder();
+        }
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        bitField0_ = 0;
+        address_ = "";
+        executionId_ = "";
+        credential_ = "";
+        unreachableAfter_ = null;
+        if (unreachableAfterBuilder_ != null) {
+          unreachableAfterBuilder_.dispose();
+          unreachableAfterBuilder_ = null;
+        }
+        keepRunningWhenUnreachable_ = false;
+        tls_ = false;
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return interrupt.v1.Interrupt.internal_static_interrupt_v1_RemoteParent_descriptor;
+      }
+
+      @java.lang.Override
+      public interrupt.v1.Interrupt.RemoteParent getDefaultInstanceForType() {
+        return interrupt.v1.Interrupt.RemoteParent.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public interrupt.v1.Interrupt.RemoteParent build() {
+        interrupt.v1.Interrupt.RemoteParent result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public interrupt.v1.Interrupt.RemoteParent buildPartial() {
+        interrupt.v1.Interrupt.RemoteParent result = new interrupt.v1.Interrupt.RemoteParent(this);
+        if (bitField0_ != 0) { buildPartial0(result); }
+        onBuilt();
+        return result;
+      }
+
+      private void buildPartial0(interrupt.v1.Interrupt.RemoteParent result) {
+        int from_bitField0_ = bitField0_;
+        if (((from_bitField0_ & 0x00000001) != 0)) {
+          result.address_ = address_;
+        }
+        if (((from_bitField0_ & 0x00000002) != 0)) {
+          result.executionId_ = executionId_;
+        }
+        if (((from_bitField0_ & 0x00000004) != 0)) {
+          result.credential_ = credential_;
+        }
+        int to_bitField0_ = 0;
+        if (((from_bitField0_ & 0x00000008) != 0)) {
+          result.unreachableAfter_ = unreachableAfterBuilder_ == null
+              ? unreachableAfter_
+              : unreachableAfterBuilder_.build();
+          to_bitField0_ |= 0x00000001;
+        }
+        if (((from_bitField0_ & 0x00000010) != 0)) {
+          result.keepRunningWhenUnreachable_ = keepRunningWhenUnreachable_;
+        }
+        if (((from_bitField0_ & 0x00000020) != 0)) {
+          result.tls_ = tls_;
+        }
+        result.bitField0_ |= to_bitField0_;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof interrupt.v1.Interrupt.RemoteParent) {
+          return mergeFrom((interrupt.v1.Interrupt.RemoteParent)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(interrupt.v1.Interrupt.RemoteParent other) {
+        if (other == interrupt.v1.Interrupt.RemoteParent.getDefaultInstance()) return this;
+        if (!other.getAddress().isEmpty()) {
+          address_ = other.address_;
+          bitField0_ |= 0x00000001;
+          onChanged();
+        }
+        if (!other.getExecutionId().isEmpty()) {
+          executionId_ = other.executionId_;
+          bitField0_ |= 0x00000002;
+          onChanged();
+        }
+        if (!other.getCredential().isEmpty()) {
+          credential_ = other.credential_;
+          bitField0_ |= 0x00000004;
+          onChanged();
+        }
+        if (other.hasUnreachableAfter()) {
+          mergeUnreachableAfter(other.getUnreachableAfter());
+        }
+        if (other.getKeepRunningWhenUnreachable() != false) {
+          setKeepRunningWhenUnreachable(other.getKeepRunningWhenUnreachable());
+        }
+        if (other.getTls() != false) {
+          setTls(other.getTls());
+        }
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              case 10: {
+                address_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000001;
+                break;
+              } // case 10
+              case 18: {
+                executionId_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000002;
+                break;
+              } // case 18
+              case 26: {
+                credential_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000004;
+                break;
+              } // case 26
+              case 34: {
+                input.readMessage(
+                    internalGetUnreachableAfterFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                bitField0_ |= 0x00000008;
+                break;
+              } // case 34
+              case 40: {
+                keepRunningWhenUnreachable_ = input.readBool();
+                bitField0_ |= 0x00000010;
+                break;
+              } // case 40
+              case 48: {
+                tls_ = input.readBool();
+                bitField0_ |= 0x00000020;
+                break;
+              } // case 48
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      private int bitField0_;
+
+      private java.lang.Object address_ = "";
+      /**
+       * <pre>
+       * That daemon's address: HOST:PORT (e.g. a Kubernetes Service) or unix:///path.
+       * </pre>
+       *
+       * <code>string address = 1;</code>
+       * @return The address.
+       */
+      public java.lang.String getAddress() {
+        java.lang.Object ref = address_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          address_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * That daemon's address: HOST:PORT (e.g. a Kubernetes Service) or unix:///path.
+       * </pre>
+       *
+       * <code>string address = 1;</code>
+       * @return The bytes for address.
+       */
+      public com.google.protobuf.ByteString
+          getAddressBytes() {
+        java.lang.Object ref = address_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          address_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * That daemon's address: HOST:PORT (e.g. a Kubernetes Service) or unix:///path.
+       * </pre>
+       *
+       * <code>string address = 1;</code>
+       * @param value The address to set.
+       * @return This builder for chaining.
+       */
+      public Builder setAddress(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        address_ = value;
+        bitField0_ |= 0x00000001;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * That daemon's address: HOST:PORT (e.g. a Kubernetes Service) or unix:///path.
+       * </pre>
+       *
+       * <code>string address = 1;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearAddress() {
+        address_ = getDefaultInstance().getAddress();
+        bitField0_ = (bitField0_ & ~0x00000001);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * That daemon's address: HOST:PORT (e.g. a Kubernetes Service) or unix:///path.
+       * </pre>
+       *
+       * <code>string address = 1;</code>
+       * @param value The bytes for address to set.
+       * @return This builder for chaining.
+       */
+      public Builder setAddressBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        address_ = value;
+        bitField0_ |= 0x00000001;
+        onChanged();
+        return this;
+      }
+
+      private java.lang.Object executionId_ = "";
+      /**
+       * <code>string execution_id = 2;</code>
+       * @return The executionId.
+       */
+      public java.lang.String getExecutionId() {
+        java.lang.Object ref = executionId_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          executionId_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <code>string execution_id = 2;</code>
+       * @return The bytes for executionId.
+       */
+      public com.google.protobuf.ByteString
+          getExecutionIdBytes() {
+        java.lang.Object ref = executionId_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          executionId_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <code>string execution_id = 2;</code>
+       * @param value The executionId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setExecutionId(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        executionId_ = value;
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return this;
+      }
+      /**
+       * <code>string execution_id = 2;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearExecutionId() {
+        executionId_ = getDefaultInstance().getExecutionId();
+        bitField0_ = (bitField0_ & ~0x00000002);
+        onChanged();
+        return this;
+      }
+      /**
+       * <code>string execution_id = 2;</code>
+       * @param value The bytes for executionId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setExecutionIdBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        executionId_ = value;
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return this;
+      }
+
+      private java.lang.Object credential_ = "";
+      /**
+       * <pre>
+       * The bearer token of that daemon's coordinator role, when it requires one.
+       * Never returned in Execution.
+       * </pre>
+       *
+       * <code>string credential = 3;</code>
+       * @return The credential.
+       */
+      public java.lang.String getCredential() {
+        java.lang.Object ref = credential_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          credential_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The bearer token of that daemon's coordinator role, when it requires one.
+       * Never returned in Execution.
+       * </pre>
+       *
+       * <code>string credential = 3;</code>
+       * @return The bytes for credential.
+       */
+      public com.google.protobuf.ByteString
+          getCredentialBytes() {
+        java.lang.Object ref = credential_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          credential_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The bearer token of that daemon's coordinator role, when it requires one.
+       * Never returned in Execution.
+       * </pre>
+       *
+       * <code>string credential = 3;</code>
+       * @param value The credential to set.
+       * @return This builder for chaining.
+       */
+      public Builder setCredential(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        credential_ = value;
+        bitField0_ |= 0x00000004;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The bearer token of that daemon's coordinator role, when it requires one.
+       * Never returned in Execution.
+       * </pre>
+       *
+       * <code>string credential = 3;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearCredential() {
+        credential_ = getDefaultInstance().getCredential();
+        bitField0_ = (bitField0_ & ~0x00000004);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The bearer token of that daemon's coordinator role, when it requires one.
+       * Never returned in Execution.
+       * </pre>
+       *
+       * <code>string credential = 3;</code>
+       * @param value The bytes for credential to set.
+       * @return This builder for chaining.
+       */
+      public Builder setCredentialBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        credential_ = value;
+        bitField0_ |= 0x00000004;
+        onChanged();
+        return this;
+      }
+
+      private com.google.protobuf.Duration unreachableAfter_;
+      private com.google.protobuf.SingleFieldBuilder<
+          com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> unreachableAfterBuilder_;
+      /**
+       * <pre>
+       * How long that daemon may stay unreachable before this execution trips with
+       * HOLDER_LOST. Unset: the daemon's --remote-parent-timeout (10 s).
+       * </pre>
+       *
+       * <code>.google.protobuf.Duration unreachable_after = 4;</code>
+       * @return Whether the unreachableAfter field is set.
+       */
+      public boolean hasUnreachableAfter() {
+        return ((bitField0_ & 0x00000008) != 0);
+      }
+      /**
+       * <pre>
+       * How long that daemon may stay unreachable before this execution trips with
+       * HOLDER_LOST. Unset: the daemon's --remote-parent-timeout (10 s).
+       * </pre>
+       *
+       * <code>.google.protobuf.Duration unreachable_after = 4;</code>
+       * @return The unreachableAfter.
+       */
+      public com.google.protobuf.Duration getUnreachableAfter() {
+        if (unreachableAfterBuilder_ == null) {
+          return unreachableAfter_ == null ? com.google.protobuf.Duration.getDefaultInstance() : unreachableAfter_;
+        } else {
+          return unreachableAfterBuilder_.getMessage();
+        }
+      }
+      /**
+       * <pre>
+       * How long that daemon may stay unreachable before this execution trips with
+       * HOLDER_LOST. Unset: the daemon's --remote-parent-timeout (10 s).
+       * </pre>
+       *
+       * <code>.google.protobuf.Duration unreachable_after = 4;</code>
+       */
+      public Builder setUnreachableAfter(com.google.protobuf.Duration value) {
+        if (unreachableAfterBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          unreachableAfter_ = value;
+        } else {
+          unreachableAfterBuilder_.setMessage(value);
+        }
+        bitField0_ |= 0x00000008;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * How long that daemon may stay unreachable before this execution trips with
+       * HOLDER_LOST. Unset: the daemon's --remote-parent-timeout (10 s).
+       * </pre>
+       *
+       * <code>.google.protobuf.Duration unreachable_after = 4;</code>
+       */
+      public Builder setUnreachableAfter(
+          com.google.protobuf.Duration.Builder builderForValue) {
+        if (unreachableAfterBuilder_ == null) {
+          unreachableAfter_ = builderForValue.build();
+        } else {
+          unreachableAfterBuilder_.setMessage(builderForValue.build());
+        }
+        bitField0_ |= 0x00000008;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * How long that daemon may stay unreachable before this execution trips with
+       * HOLDER_LOST. Unset: the daemon's --remote-parent-timeout (10 s).
+       * </pre>
+       *
+       * <code>.google.protobuf.Duration unreachable_after = 4;</code>
+       */
+      public Builder mergeUnreachableAfter(com.google.protobuf.Duration value) {
+        if (unreachableAfterBuilder_ == null) {
+          if (((bitField0_ & 0x00000008) != 0) &&
+            unreachableAfter_ != null &&
+            unreachableAfter_ != com.google.protobuf.Duration.getDefaultInstance()) {
+            getUnreachableAfterBuilder().mergeFrom(value);
+          } else {
+            unreachableAfter_ = value;
+          }
+        } else {
+          unreachableAfterBuilder_.mergeFrom(value);
+        }
+        if (unreachableAfter_ != null) {
+          bitField0_ |= 0x00000008;
+          onChanged();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * How long that daemon may stay unreachable before this execution trips with
+       * HOLDER_LOST. Unset: the daemon's --remote-parent-timeout (10 s).
+       * </pre>
+       *
+       * <code>.google.protobuf.Duration unreachable_after = 4;</code>
+       */
+      public Builder clearUnreachableAfter() {
+        bitField0_ = (bitField0_ & ~0x00000008);
+        unreachableAfter_ = null;
+        if (unreachableAfterBuilder_ != null) {
+          unreachableAfterBuilder_.dispose();
+          unreachableAfterBuilder_ = null;
+        }
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * How long that daemon may stay unreachable before this execution trips with
+       * HOLDER_LOST. Unset: the daemon's --remote-parent-timeout (10 s).
+       * </pre>
+       *
+       * <code>.google.protobuf.Duration unreachable_after = 4;</code>
+       */
+      public com.google.protobuf.Duration.Builder getUnreachableAfterBuilder() {
+        bitField0_ |= 0x00000008;
+        onChanged();
+        return internalGetUnreachableAfterFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * How long that daemon may stay unreachable before this execution trips with
+       * HOLDER_LOST. Unset: the daemon's --remote-parent-timeout (10 s).
+       * </pre>
+       *
+       * <code>.google.protobuf.Duration unreachable_after = 4;</code>
+       */
+      public com.google.protobuf.DurationOrBuilder getUnreachableAfterOrBuilder() {
+        if (unreachableAfterBuilder_ != null) {
+          return unreachableAfterBuilder_.getMessageOrBuilder();
+        } else {
+          return unreachableAfter_ == null ?
+              com.google.protobuf.Duration.getDefaultInstance() : unreachableAfter_;
+        }
+      }
+      /**
+       * <pre>
+       * How long that daemon may stay unreachable before this execution trips with
+       * HOLDER_LOST. Unset: the daemon's --remote-parent-timeout (10 s).
+       * </pre>
+       *
+       * <code>.google.protobuf.Duration unreachable_after = 4;</code>
+       */
+      private com.google.protobuf.SingleFieldBuilder<
+          com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> 
+          internalGetUnreachableAfterFieldBuilder() {
+        if (unreachableAfterBuilder_ == null) {
+          unreachableAfterBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+              com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder>(
+                  getUnreachableAfter(),
+                  getParentForChildren(),
+                  isClean());
+          unreachableAfter_ = null;
+        }
+        return unreachableAfterBuilder_;
+      }
+
+      private boolean keepRunningWhenUnreachable_ ;
+      /**
+       * <pre>
+       * Keep running (and keep retrying) however long the parent's daemon stays unreachable.
+       * </pre>
+       *
+       * <code>bool keep_running_when_unreachable = 5;</code>
+       * @return The keepRunningWhenUnreachable.
+       */
+      @java.lang.Override
+      public boolean getKeepRunningWhenUnreachable() {
+        return keepRunningWhenUnreachable_;
+      }
+      /**
+       * <pre>
+       * Keep running (and keep retrying) however long the parent's daemon stays unreachable.
+       * </pre>
+       *
+       * <code>bool keep_running_when_unreachable = 5;</code>
+       * @param value The keepRunningWhenUnreachable to set.
+       * @return This builder for chaining.
+       */
+      public Builder setKeepRunningWhenUnreachable(boolean value) {
+
+        keepRunningWhenUnreachable_ = value;
+        bitField0_ |= 0x00000010;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Keep running (and keep retrying) however long the parent's daemon stays unreachable.
+       * </pre>
+       *
+       * <code>bool keep_running_when_unreachable = 5;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearKeepRunningWhenUnreachable() {
+        bitField0_ = (bitField0_ & ~0x00000010);
+        keepRunningWhenUnreachable_ = false;
+        onChanged();
+        return this;
+      }
+
+      private boolean tls_ ;
+      /**
+       * <pre>
+       * Connect with TLS (verified against the system's or --tls-client-ca's roots).
+       * </pre>
+       *
+       * <code>bool tls = 6;</code>
+       * @return The tls.
+       */
+      @java.lang.Override
+      public boolean getTls() {
+        return tls_;
+      }
+      /**
+       * <pre>
+       * Connect with TLS (verified against the system's or --tls-client-ca's roots).
+       * </pre>
+       *
+       * <code>bool tls = 6;</code>
+       * @param value The tls to set.
+       * @return This builder for chaining.
+       */
+      public Builder setTls(boolean value) {
+
+        tls_ = value;
+        bitField0_ |= 0x00000020;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Connect with TLS (verified against the system's or --tls-client-ca's roots).
+       * </pre>
+       *
+       * <code>bool tls = 6;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearTls() {
+        bitField0_ = (bitField0_ & ~0x00000020);
+        tls_ = false;
+        onChanged();
+        return this;
+      }
+
+      // @@protoc_insertion_point(builder_scope:interrupt.v1.RemoteParent)
+    }
+
+    // @@protoc_insertion_point(class_scope:interrupt.v1.RemoteParent)
+    private static final interrupt.v1.Interrupt.RemoteParent DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new interrupt.v1.Interrupt.RemoteParent();
+    }
+
+    public static interrupt.v1.Interrupt.RemoteParent getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<RemoteParent>
+        PARSER = new com.google.protobuf.AbstractParser<RemoteParent>() {
+      @java.lang.Override
+      public RemoteParent parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<RemoteParent> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<RemoteParent> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public interrupt.v1.Interrupt.RemoteParent getDefaultInstanceForType() {
       return DEFAULT_INSTANCE;
     }
 
@@ -3655,11 +5704,79 @@ java.lang.String defaultValue) {
         getContextIdBytes();
 
     /**
+     * <pre>
+     * Trips every live execution of this session. Reason unset: SESSION_RELEASED.
+     * </pre>
+     *
+     * <code>string session_id = 5;</code>
+     * @return Whether the sessionId field is set.
+     */
+    boolean hasSessionId();
+    /**
+     * <pre>
+     * Trips every live execution of this session. Reason unset: SESSION_RELEASED.
+     * </pre>
+     *
+     * <code>string session_id = 5;</code>
+     * @return The sessionId.
+     */
+    java.lang.String getSessionId();
+    /**
+     * <pre>
+     * Trips every live execution of this session. Reason unset: SESSION_RELEASED.
+     * </pre>
+     *
+     * <code>string session_id = 5;</code>
+     * @return The bytes for sessionId.
+     */
+    com.google.protobuf.ByteString
+        getSessionIdBytes();
+
+    /**
+     * <pre>
+     * Trips every live execution of this task. Reason unset: TASK_CANCELLED.
+     * </pre>
+     *
+     * <code>string task_id = 6;</code>
+     * @return Whether the taskId field is set.
+     */
+    boolean hasTaskId();
+    /**
+     * <pre>
+     * Trips every live execution of this task. Reason unset: TASK_CANCELLED.
+     * </pre>
+     *
+     * <code>string task_id = 6;</code>
+     * @return The taskId.
+     */
+    java.lang.String getTaskId();
+    /**
+     * <pre>
+     * Trips every live execution of this task. Reason unset: TASK_CANCELLED.
+     * </pre>
+     *
+     * <code>string task_id = 6;</code>
+     * @return The bytes for taskId.
+     */
+    com.google.protobuf.ByteString
+        getTaskIdBytes();
+
+    /**
+     * <pre>
+     * Why. Required, except for a session_id or task_id target, where it defaults
+     * to SESSION_RELEASED or TASK_CANCELLED.
+     * </pre>
+     *
      * <code>.interrupt.v1.InterruptReason reason = 3;</code>
      * @return The enum numeric value on the wire for reason.
      */
     int getReasonValue();
     /**
+     * <pre>
+     * Why. Required, except for a session_id or task_id target, where it defaults
+     * to SESSION_RELEASED or TASK_CANCELLED.
+     * </pre>
+     *
      * <code>.interrupt.v1.InterruptReason reason = 3;</code>
      * @return The reason.
      */
@@ -3739,6 +5856,8 @@ java.lang.String defaultValue) {
             com.google.protobuf.AbstractMessage.InternalOneOfEnum {
       EXECUTION_ID(1),
       CONTEXT_ID(2),
+      SESSION_ID(5),
+      TASK_ID(6),
       TARGET_NOT_SET(0);
       private final int value;
       private TargetCase(int value) {
@@ -3758,6 +5877,8 @@ java.lang.String defaultValue) {
         switch (value) {
           case 1: return EXECUTION_ID;
           case 2: return CONTEXT_ID;
+          case 5: return SESSION_ID;
+          case 6: return TASK_ID;
           case 0: return TARGET_NOT_SET;
           default: return null;
         }
@@ -3881,9 +6002,134 @@ java.lang.String defaultValue) {
       }
     }
 
+    public static final int SESSION_ID_FIELD_NUMBER = 5;
+    /**
+     * <pre>
+     * Trips every live execution of this session. Reason unset: SESSION_RELEASED.
+     * </pre>
+     *
+     * <code>string session_id = 5;</code>
+     * @return Whether the sessionId field is set.
+     */
+    public boolean hasSessionId() {
+      return targetCase_ == 5;
+    }
+    /**
+     * <pre>
+     * Trips every live execution of this session. Reason unset: SESSION_RELEASED.
+     * </pre>
+     *
+     * <code>string session_id = 5;</code>
+     * @return The sessionId.
+     */
+    public java.lang.String getSessionId() {
+      if (targetCase_ != 5) {
+        return "";
+      }
+      java.lang.Object ref = target_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        target_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * Trips every live execution of this session. Reason unset: SESSION_RELEASED.
+     * </pre>
+     *
+     * <code>string session_id = 5;</code>
+     * @return The bytes for sessionId.
+     */
+    public com.google.protobuf.ByteString
+        getSessionIdBytes() {
+      if (targetCase_ != 5) {
+        return com.google.protobuf.ByteString.copyFromUtf8("");
+      }
+      java.lang.Object ref = target_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        target_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    public static final int TASK_ID_FIELD_NUMBER = 6;
+    /**
+     * <pre>
+     * Trips every live execution of this task. Reason unset: TASK_CANCELLED.
+     * </pre>
+     *
+     * <code>string task_id = 6;</code>
+     * @return Whether the taskId field is set.
+     */
+    public boolean hasTaskId() {
+      return targetCase_ == 6;
+    }
+    /**
+     * <pre>
+     * Trips every live execution of this task. Reason unset: TASK_CANCELLED.
+     * </pre>
+     *
+     * <code>string task_id = 6;</code>
+     * @return The taskId.
+     */
+    public java.lang.String getTaskId() {
+      if (targetCase_ != 6) {
+        return "";
+      }
+      java.lang.Object ref = target_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        target_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * Trips every live execution of this task. Reason unset: TASK_CANCELLED.
+     * </pre>
+     *
+     * <code>string task_id = 6;</code>
+     * @return The bytes for taskId.
+     */
+    public com.google.protobuf.ByteString
+        getTaskIdBytes() {
+      if (targetCase_ != 6) {
+        return com.google.protobuf.ByteString.copyFromUtf8("");
+      }
+      java.lang.Object ref = target_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        target_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
     public static final int REASON_FIELD_NUMBER = 3;
     private int reason_ = 0;
     /**
+     * <pre>
+     * Why. Required, except for a session_id or task_id target, where it defaults
+     * to SESSION_RELEASED or TASK_CANCELLED.
+     * </pre>
+     *
      * <code>.interrupt.v1.InterruptReason reason = 3;</code>
      * @return The enum numeric value on the wire for reason.
      */
@@ -3891,6 +6137,11 @@ java.lang.String defaultValue) {
       return reason_;
     }
     /**
+     * <pre>
+     * Why. Required, except for a session_id or task_id target, where it defaults
+     * to SESSION_RELEASED or TASK_CANCELLED.
+     * </pre>
+     *
      * <code>.interrupt.v1.InterruptReason reason = 3;</code>
      * @return The reason.
      */
@@ -3972,6 +6223,12 @@ java.lang.String defaultValue) {
       if (!com.google.protobuf.GeneratedMessage.isStringEmpty(detail_)) {
         com.google.protobuf.GeneratedMessage.writeString(output, 4, detail_);
       }
+      if (targetCase_ == 5) {
+        com.google.protobuf.GeneratedMessage.writeString(output, 5, target_);
+      }
+      if (targetCase_ == 6) {
+        com.google.protobuf.GeneratedMessage.writeString(output, 6, target_);
+      }
       getUnknownFields().writeTo(output);
     }
     private int computeSerializedSize_0() {
@@ -3988,6 +6245,12 @@ java.lang.String defaultValue) {
       }
       if (!com.google.protobuf.GeneratedMessage.isStringEmpty(detail_)) {
         size += com.google.protobuf.GeneratedMessage.computeStringSize(4, detail_);
+      }
+      if (targetCase_ == 5) {
+        size += com.google.protobuf.GeneratedMessage.computeStringSize(5, target_);
+      }
+      if (targetCase_ == 6) {
+        size += com.google.protobuf.GeneratedMessage.computeStringSize(6, target_);
       }
       return size;
     }
@@ -4026,6 +6289,14 @@ java.lang.String defaultValue) {
           if (!getContextId()
               .equals(other.getContextId())) return false;
           break;
+        case 5:
+          if (!getSessionId()
+              .equals(other.getSessionId())) return false;
+          break;
+        case 6:
+          if (!getTaskId()
+              .equals(other.getTaskId())) return false;
+          break;
         case 0:
         default:
       }
@@ -4052,6 +6323,14 @@ java.lang.String defaultValue) {
         case 2:
           hash = (37 * hash) + CONTEXT_ID_FIELD_NUMBER;
           hash = (53 * hash) + getContextId().hashCode();
+          break;
+        case 5:
+          hash = (37 * hash) + SESSION_ID_FIELD_NUMBER;
+          hash = (53 * hash) + getSessionId().hashCode();
+          break;
+        case 6:
+          hash = (37 * hash) + TASK_ID_FIELD_NUMBER;
+          hash = (53 * hash) + getTaskId().hashCode();
           break;
         case 0:
         default:
@@ -4225,10 +6504,10 @@ java.lang.String defaultValue) {
 
       private void buildPartial0(interrupt.v1.Interrupt.InterruptRequest result) {
         int from_bitField0_ = bitField0_;
-        if (((from_bitField0_ & 0x00000004) != 0)) {
+        if (((from_bitField0_ & 0x00000010) != 0)) {
           result.reason_ = reason_;
         }
-        if (((from_bitField0_ & 0x00000008) != 0)) {
+        if (((from_bitField0_ & 0x00000020) != 0)) {
           result.detail_ = detail_;
         }
       }
@@ -4255,7 +6534,7 @@ java.lang.String defaultValue) {
         }
         if (!other.getDetail().isEmpty()) {
           detail_ = other.detail_;
-          bitField0_ |= 0x00000008;
+          bitField0_ |= 0x00000020;
           onChanged();
         }
         switch (other.getTargetCase()) {
@@ -4267,6 +6546,18 @@ java.lang.String defaultValue) {
           }
           case CONTEXT_ID: {
             targetCase_ = 2;
+            target_ = other.target_;
+            onChanged();
+            break;
+          }
+          case SESSION_ID: {
+            targetCase_ = 5;
+            target_ = other.target_;
+            onChanged();
+            break;
+          }
+          case TASK_ID: {
+            targetCase_ = 6;
             target_ = other.target_;
             onChanged();
             break;
@@ -4313,14 +6604,24 @@ java.lang.String defaultValue) {
               } // case 18
               case 24: {
                 reason_ = input.readEnum();
-                bitField0_ |= 0x00000004;
+                bitField0_ |= 0x00000010;
                 break;
               } // case 24
               case 34: {
                 detail_ = input.readStringRequireUtf8();
-                bitField0_ |= 0x00000008;
+                bitField0_ |= 0x00000020;
                 break;
               } // case 34
+              case 42: {
+                targetCase_ = 5;
+                target_ = input.readStringRequireUtf8();
+                break;
+              } // case 42
+              case 50: {
+                targetCase_ = 6;
+                target_ = input.readStringRequireUtf8();
+                break;
+              } // case 50
               default: {
                 if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                   done = true; // was an endgroup tag
@@ -4555,8 +6856,239 @@ java.lang.String defaultValue) {
         return this;
       }
 
+      /**
+       * <pre>
+       * Trips every live execution of this session. Reason unset: SESSION_RELEASED.
+       * </pre>
+       *
+       * <code>string session_id = 5;</code>
+       * @return Whether the sessionId field is set.
+       */
+      @java.lang.Override
+      public boolean hasSessionId() {
+        return targetCase_ == 5;
+      }
+      /**
+       * <pre>
+       * Trips every live execution of this session. Reason unset: SESSION_RELEASED.
+       * </pre>
+       *
+       * <code>string session_id = 5;</code>
+       * @return The sessionId.
+       */
+      @java.lang.Override
+      public java.lang.String getSessionId() {
+        if (targetCase_ != 5) {
+          return "";
+        }
+        java.lang.Object ref = target_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+            target_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * Trips every live execution of this session. Reason unset: SESSION_RELEASED.
+       * </pre>
+       *
+       * <code>string session_id = 5;</code>
+       * @return The bytes for sessionId.
+       */
+      @java.lang.Override
+      public com.google.protobuf.ByteString
+          getSessionIdBytes() {
+        if (targetCase_ != 5) {
+          return com.google.protobuf.ByteString.copyFromUtf8(        "");
+        }
+        java.lang.Object ref = target_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          target_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * Trips every live execution of this session. Reason unset: SESSION_RELEASED.
+       * </pre>
+       *
+       * <code>string session_id = 5;</code>
+       * @param value The sessionId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setSessionId(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        targetCase_ = 5;
+        target_ = value;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Trips every live execution of this session. Reason unset: SESSION_RELEASED.
+       * </pre>
+       *
+       * <code>string session_id = 5;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearSessionId() {
+        if (targetCase_ == 5) {
+          targetCase_ = 0;
+          target_ = null;
+          onChanged();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * Trips every live execution of this session. Reason unset: SESSION_RELEASED.
+       * </pre>
+       *
+       * <code>string session_id = 5;</code>
+       * @param value The bytes for sessionId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setSessionIdBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        targetCase_ = 5;
+        target_ = value;
+        onChanged();
+        return this;
+      }
+
+      /**
+       * <pre>
+       * Trips every live execution of this task. Reason unset: TASK_CANCELLED.
+       * </pre>
+       *
+       * <code>string task_id = 6;</code>
+       * @return Whether the taskId field is set.
+       */
+      @java.lang.Override
+      public boolean hasTaskId() {
+        return targetCase_ == 6;
+      }
+      /**
+       * <pre>
+       * Trips every live execution of this task. Reason unset: TASK_CANCELLED.
+       * </pre>
+       *
+       * <code>string task_id = 6;</code>
+       * @return The taskId.
+       */
+      @java.lang.Override
+      public java.lang.String getTaskId() {
+        if (targetCase_ != 6) {
+          return "";
+        }
+        java.lang.Object ref = target_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+            target_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * Trips every live execution of this task. Reason unset: TASK_CANCELLED.
+       * </pre>
+       *
+       * <code>string task_id = 6;</code>
+       * @return The bytes for taskId.
+       */
+      @java.lang.Override
+      public com.google.protobuf.ByteString
+          getTaskIdBytes() {
+        if (targetCase_ != 6) {
+          return com.google.protobuf.ByteString.copyFromUtf8(        "");
+        }
+        java.lang.Object ref = target_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          target_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * Trips every live execution of this task. Reason unset: TASK_CANCELLED.
+       * </pre>
+       *
+       * <code>string task_id = 6;</code>
+       * @param value The taskId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setTaskId(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        targetCase_ = 6;
+        target_ = value;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Trips every live execution of this task. Reason unset: TASK_CANCELLED.
+       * </pre>
+       *
+       * <code>string task_id = 6;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearTaskId() {
+        if (targetCase_ == 6) {
+          targetCase_ = 0;
+          target_ = null;
+          onChanged();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * Trips every live execution of this task. Reason unset: TASK_CANCELLED.
+       * </pre>
+       *
+       * <code>string task_id = 6;</code>
+       * @param value The bytes for taskId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setTaskIdBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        targetCase_ = 6;
+        target_ = value;
+        onChanged();
+        return this;
+      }
+
       private int reason_ = 0;
       /**
+       * <pre>
+       * Why. Required, except for a session_id or task_id target, where it defaults
+       * to SESSION_RELEASED or TASK_CANCELLED.
+       * </pre>
+       *
        * <code>.interrupt.v1.InterruptReason reason = 3;</code>
        * @return The enum numeric value on the wire for reason.
        */
@@ -4564,17 +7096,27 @@ java.lang.String defaultValue) {
         return reason_;
       }
       /**
+       * <pre>
+       * Why. Required, except for a session_id or task_id target, where it defaults
+       * to SESSION_RELEASED or TASK_CANCELLED.
+       * </pre>
+       *
        * <code>.interrupt.v1.InterruptReason reason = 3;</code>
        * @param value The enum numeric value on the wire for reason to set.
        * @return This builder for chaining.
        */
       public Builder setReasonValue(int value) {
         reason_ = value;
-        bitField0_ |= 0x00000004;
+        bitField0_ |= 0x00000010;
         onChanged();
         return this;
       }
       /**
+       * <pre>
+       * Why. Required, except for a session_id or task_id target, where it defaults
+       * to SESSION_RELEASED or TASK_CANCELLED.
+       * </pre>
+       *
        * <code>.interrupt.v1.InterruptReason reason = 3;</code>
        * @return The reason.
        */
@@ -4584,6 +7126,11 @@ java.lang.String defaultValue) {
         return result == null ? interrupt.v1.Interrupt.InterruptReason.UNRECOGNIZED : result;
       }
       /**
+       * <pre>
+       * Why. Required, except for a session_id or task_id target, where it defaults
+       * to SESSION_RELEASED or TASK_CANCELLED.
+       * </pre>
+       *
        * <code>.interrupt.v1.InterruptReason reason = 3;</code>
        * @param value The reason to set.
        * @throws IllegalArgumentException if UNRECOGNIZED is provided.
@@ -4591,17 +7138,22 @@ java.lang.String defaultValue) {
        */
       public Builder setReason(interrupt.v1.Interrupt.InterruptReason value) {
         if (value == null) { throw new NullPointerException(); }
-        bitField0_ |= 0x00000004;
+        bitField0_ |= 0x00000010;
         reason_ = value.getNumber();
         onChanged();
         return this;
       }
       /**
+       * <pre>
+       * Why. Required, except for a session_id or task_id target, where it defaults
+       * to SESSION_RELEASED or TASK_CANCELLED.
+       * </pre>
+       *
        * <code>.interrupt.v1.InterruptReason reason = 3;</code>
        * @return This builder for chaining.
        */
       public Builder clearReason() {
-        bitField0_ = (bitField0_ & ~0x00000004);
+        bitField0_ = (bitField0_ & ~0x00000010);
         reason_ = 0;
         onChanged();
         return this;
@@ -4662,7 +7214,7 @@ java.lang.String defaultValue) {
           java.lang.String value) {
         if (value == null) { throw new NullPointerException(); }
         detail_ = value;
-        bitField0_ |= 0x00000008;
+        bitField0_ |= 0x00000020;
         onChanged();
         return this;
       }
@@ -4676,7 +7228,7 @@ java.lang.String defaultValue) {
        */
       public Builder clearDetail() {
         detail_ = getDefaultInstance().getDetail();
-        bitField0_ = (bitField0_ & ~0x00000008);
+        bitField0_ = (bitField0_ & ~0x00000020);
         onChanged();
         return this;
       }
@@ -4694,7 +7246,7 @@ java.lang.String defaultValue) {
         if (value == null) { throw new NullPointerException(); }
         checkByteStringIsUtf8(value);
         detail_ = value;
-        bitField0_ |= 0x00000008;
+        bitField0_ |= 0x00000020;
         onChanged();
         return this;
       }
@@ -11880,6 +14432,57 @@ java.lang.String defaultValue);
      * @return The holders.
      */
     int getHolders();
+
+    /**
+     * <code>string session_id = 18;</code>
+     * @return The sessionId.
+     */
+    java.lang.String getSessionId();
+    /**
+     * <code>string session_id = 18;</code>
+     * @return The bytes for sessionId.
+     */
+    com.google.protobuf.ByteString
+        getSessionIdBytes();
+
+    /**
+     * <code>string task_id = 19;</code>
+     * @return The taskId.
+     */
+    java.lang.String getTaskId();
+    /**
+     * <code>string task_id = 19;</code>
+     * @return The bytes for taskId.
+     */
+    com.google.protobuf.ByteString
+        getTaskIdBytes();
+
+    /**
+     * <pre>
+     * The parent in another daemon, without its credential.
+     * </pre>
+     *
+     * <code>.interrupt.v1.RemoteParent remote_parent = 20;</code>
+     * @return Whether the remoteParent field is set.
+     */
+    boolean hasRemoteParent();
+    /**
+     * <pre>
+     * The parent in another daemon, without its credential.
+     * </pre>
+     *
+     * <code>.interrupt.v1.RemoteParent remote_parent = 20;</code>
+     * @return The remoteParent.
+     */
+    interrupt.v1.Interrupt.RemoteParent getRemoteParent();
+    /**
+     * <pre>
+     * The parent in another daemon, without its credential.
+     * </pre>
+     *
+     * <code>.interrupt.v1.RemoteParent remote_parent = 20;</code>
+     */
+    interrupt.v1.Interrupt.RemoteParentOrBuilder getRemoteParentOrBuilder();
   }
   /**
    * <pre>
@@ -11912,6 +14515,8 @@ java.lang.String defaultValue);
       parentExecutionId_ = "";
       contextId_ = "";
       detail_ = "";
+      sessionId_ = "";
+      taskId_ = "";
     }
 
     public static final com.google.protobuf.Descriptors.Descriptor
@@ -12429,6 +15034,122 @@ java.lang.String defaultValue) {
       return holders_;
     }
 
+    public static final int SESSION_ID_FIELD_NUMBER = 18;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object sessionId_ = "";
+    /**
+     * <code>string session_id = 18;</code>
+     * @return The sessionId.
+     */
+    @java.lang.Override
+    public java.lang.String getSessionId() {
+      java.lang.Object ref = sessionId_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        sessionId_ = s;
+        return s;
+      }
+    }
+    /**
+     * <code>string session_id = 18;</code>
+     * @return The bytes for sessionId.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getSessionIdBytes() {
+      java.lang.Object ref = sessionId_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        sessionId_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    public static final int TASK_ID_FIELD_NUMBER = 19;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object taskId_ = "";
+    /**
+     * <code>string task_id = 19;</code>
+     * @return The taskId.
+     */
+    @java.lang.Override
+    public java.lang.String getTaskId() {
+      java.lang.Object ref = taskId_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        taskId_ = s;
+        return s;
+      }
+    }
+    /**
+     * <code>string task_id = 19;</code>
+     * @return The bytes for taskId.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getTaskIdBytes() {
+      java.lang.Object ref = taskId_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        taskId_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    public static final int REMOTE_PARENT_FIELD_NUMBER = 20;
+    private interrupt.v1.Interrupt.RemoteParent remoteParent_;
+    /**
+     * <pre>
+     * The parent in another daemon, without its credential.
+     * </pre>
+     *
+     * <code>.interrupt.v1.RemoteParent remote_parent = 20;</code>
+     * @return Whether the remoteParent field is set.
+     */
+    @java.lang.Override
+    public boolean hasRemoteParent() {
+      return ((bitField0_ & 0x00000040) != 0);
+    }
+    /**
+     * <pre>
+     * The parent in another daemon, without its credential.
+     * </pre>
+     *
+     * <code>.interrupt.v1.RemoteParent remote_parent = 20;</code>
+     * @return The remoteParent.
+     */
+    @java.lang.Override
+    public interrupt.v1.Interrupt.RemoteParent getRemoteParent() {
+      return remoteParent_ == null ? interrupt.v1.Interrupt.RemoteParent.getDefaultInstance() : remoteParent_;
+    }
+    /**
+     * <pre>
+     * The parent in another daemon, without its credential.
+     * </pre>
+     *
+     * <code>.interrupt.v1.RemoteParent remote_parent = 20;</code>
+     */
+    @java.lang.Override
+    public interrupt.v1.Interrupt.RemoteParentOrBuilder getRemoteParentOrBuilder() {
+      return remoteParent_ == null ? interrupt.v1.Interrupt.RemoteParent.getDefaultInstance() : remoteParent_;
+    }
+
     private byte memoizedIsInitialized = -1;
     @java.lang.Override
     public final boolean isInitialized() {
@@ -12496,6 +15217,15 @@ java.lang.String defaultValue) {
       }
       if (holders_ != 0) {
         output.writeUInt32(17, holders_);
+      }
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(sessionId_)) {
+        com.google.protobuf.GeneratedMessage.writeString(output, 18, sessionId_);
+      }
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(taskId_)) {
+        com.google.protobuf.GeneratedMessage.writeString(output, 19, taskId_);
+      }
+      if (((bitField0_ & 0x00000040) != 0)) {
+        output.writeMessage(20, getRemoteParent());
       }
       getUnknownFields().writeTo(output);
     }
@@ -12570,6 +15300,16 @@ java.lang.String defaultValue) {
       if (holders_ != 0) {
         size += com.google.protobuf.CodedOutputStream
           .computeUInt32Size(17, holders_);
+      }
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(sessionId_)) {
+        size += com.google.protobuf.GeneratedMessage.computeStringSize(18, sessionId_);
+      }
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(taskId_)) {
+        size += com.google.protobuf.GeneratedMessage.computeStringSize(19, taskId_);
+      }
+      if (((bitField0_ & 0x00000040) != 0)) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(20, getRemoteParent());
       }
       return size;
     }
@@ -12646,6 +15386,15 @@ java.lang.String defaultValue) {
           != other.getGraceOverruns()) return false;
       if (getHolders()
           != other.getHolders()) return false;
+      if (!getSessionId()
+          .equals(other.getSessionId())) return false;
+      if (!getTaskId()
+          .equals(other.getTaskId())) return false;
+      if (hasRemoteParent() != other.hasRemoteParent()) return false;
+      if (hasRemoteParent()) {
+        if (!getRemoteParent()
+            .equals(other.getRemoteParent())) return false;
+      }
       if (!getUnknownFields().equals(other.getUnknownFields())) return false;
       return true;
     }
@@ -12707,6 +15456,14 @@ java.lang.String defaultValue) {
       hash = (53 * hash) + getGraceOverruns();
       hash = (37 * hash) + HOLDERS_FIELD_NUMBER;
       hash = (53 * hash) + getHolders();
+      hash = (37 * hash) + SESSION_ID_FIELD_NUMBER;
+      hash = (53 * hash) + getSessionId().hashCode();
+      hash = (37 * hash) + TASK_ID_FIELD_NUMBER;
+      hash = (53 * hash) + getTaskId().hashCode();
+      if (hasRemoteParent()) {
+        hash = (37 * hash) + REMOTE_PARENT_FIELD_NUMBER;
+        hash = (53 * hash) + getRemoteParent().hashCode();
+      }
       hash = (29 * hash) + getUnknownFields().hashCode();
       memoizedHashCode = hash;
       return hash;
@@ -12869,6 +15626,7 @@ java.lang.String defaultValue) {
           internalGetGraceFieldBuilder();
           internalGetBudgetFieldBuilder();
           internalGetLeaseTtlFieldBuilder();
+          internalGetRemoteParentFieldBuilder();
         }
       }
       @java.lang.Override
@@ -12916,6 +15674,13 @@ java.lang.String defaultValue) {
         attachedTools_ = 0;
         graceOverruns_ = 0;
         holders_ = 0;
+        sessionId_ = "";
+        taskId_ = "";
+        remoteParent_ = null;
+        if (remoteParentBuilder_ != null) {
+          remoteParentBuilder_.dispose();
+          remoteParentBuilder_ = null;
+        }
         return this;
       }
 
@@ -13020,6 +15785,18 @@ java.lang.String defaultValue) {
         if (((from_bitField0_ & 0x00010000) != 0)) {
           result.holders_ = holders_;
         }
+        if (((from_bitField0_ & 0x00020000) != 0)) {
+          result.sessionId_ = sessionId_;
+        }
+        if (((from_bitField0_ & 0x00040000) != 0)) {
+          result.taskId_ = taskId_;
+        }
+        if (((from_bitField0_ & 0x00080000) != 0)) {
+          result.remoteParent_ = remoteParentBuilder_ == null
+              ? remoteParent_
+              : remoteParentBuilder_.build();
+          to_bitField0_ |= 0x00000040;
+        }
         result.bitField0_ |= to_bitField0_;
       }
 
@@ -13093,6 +15870,19 @@ java.lang.String defaultValue) {
         }
         if (other.getHolders() != 0) {
           setHolders(other.getHolders());
+        }
+        if (!other.getSessionId().isEmpty()) {
+          sessionId_ = other.sessionId_;
+          bitField0_ |= 0x00020000;
+          onChanged();
+        }
+        if (!other.getTaskId().isEmpty()) {
+          taskId_ = other.taskId_;
+          bitField0_ |= 0x00040000;
+          onChanged();
+        }
+        if (other.hasRemoteParent()) {
+          mergeRemoteParent(other.getRemoteParent());
         }
         this.mergeUnknownFields(other.getUnknownFields());
         onChanged();
@@ -13221,6 +16011,23 @@ java.lang.String defaultValue) {
                 bitField0_ |= 0x00010000;
                 break;
               } // case 136
+              case 146: {
+                sessionId_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00020000;
+                break;
+              } // case 146
+              case 154: {
+                taskId_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00040000;
+                break;
+              } // case 154
+              case 162: {
+                input.readMessage(
+                    internalGetRemoteParentFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                bitField0_ |= 0x00080000;
+                break;
+              } // case 162
               default: {
                 if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                   done = true; // was an endgroup tag
@@ -14645,6 +17452,307 @@ java.lang.String defaultValue) {
         holders_ = 0;
         onChanged();
         return this;
+      }
+
+      private java.lang.Object sessionId_ = "";
+      /**
+       * <code>string session_id = 18;</code>
+       * @return The sessionId.
+       */
+      public java.lang.String getSessionId() {
+        java.lang.Object ref = sessionId_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          sessionId_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <code>string session_id = 18;</code>
+       * @return The bytes for sessionId.
+       */
+      public com.google.protobuf.ByteString
+          getSessionIdBytes() {
+        java.lang.Object ref = sessionId_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          sessionId_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <code>string session_id = 18;</code>
+       * @param value The sessionId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setSessionId(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        sessionId_ = value;
+        bitField0_ |= 0x00020000;
+        onChanged();
+        return this;
+      }
+      /**
+       * <code>string session_id = 18;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearSessionId() {
+        sessionId_ = getDefaultInstance().getSessionId();
+        bitField0_ = (bitField0_ & ~0x00020000);
+        onChanged();
+        return this;
+      }
+      /**
+       * <code>string session_id = 18;</code>
+       * @param value The bytes for sessionId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setSessionIdBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        sessionId_ = value;
+        bitField0_ |= 0x00020000;
+        onChanged();
+        return this;
+      }
+
+      private java.lang.Object taskId_ = "";
+      /**
+       * <code>string task_id = 19;</code>
+       * @return The taskId.
+       */
+      public java.lang.String getTaskId() {
+        java.lang.Object ref = taskId_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          taskId_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <code>string task_id = 19;</code>
+       * @return The bytes for taskId.
+       */
+      public com.google.protobuf.ByteString
+          getTaskIdBytes() {
+        java.lang.Object ref = taskId_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          taskId_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <code>string task_id = 19;</code>
+       * @param value The taskId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setTaskId(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        taskId_ = value;
+        bitField0_ |= 0x00040000;
+        onChanged();
+        return this;
+      }
+      /**
+       * <code>string task_id = 19;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearTaskId() {
+        taskId_ = getDefaultInstance().getTaskId();
+        bitField0_ = (bitField0_ & ~0x00040000);
+        onChanged();
+        return this;
+      }
+      /**
+       * <code>string task_id = 19;</code>
+       * @param value The bytes for taskId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setTaskIdBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        taskId_ = value;
+        bitField0_ |= 0x00040000;
+        onChanged();
+        return this;
+      }
+
+      private interrupt.v1.Interrupt.RemoteParent remoteParent_;
+      private com.google.protobuf.SingleFieldBuilder<
+          interrupt.v1.Interrupt.RemoteParent, interrupt.v1.Interrupt.RemoteParent.Builder, interrupt.v1.Interrupt.RemoteParentOrBuilder> remoteParentBuilder_;
+      /**
+       * <pre>
+       * The parent in another daemon, without its credential.
+       * </pre>
+       *
+       * <code>.interrupt.v1.RemoteParent remote_parent = 20;</code>
+       * @return Whether the remoteParent field is set.
+       */
+      public boolean hasRemoteParent() {
+        return ((bitField0_ & 0x00080000) != 0);
+      }
+      /**
+       * <pre>
+       * The parent in another daemon, without its credential.
+       * </pre>
+       *
+       * <code>.interrupt.v1.RemoteParent remote_parent = 20;</code>
+       * @return The remoteParent.
+       */
+      public interrupt.v1.Interrupt.RemoteParent getRemoteParent() {
+        if (remoteParentBuilder_ == null) {
+          return remoteParent_ == null ? interrupt.v1.Interrupt.RemoteParent.getDefaultInstance() : remoteParent_;
+        } else {
+          return remoteParentBuilder_.getMessage();
+        }
+      }
+      /**
+       * <pre>
+       * The parent in another daemon, without its credential.
+       * </pre>
+       *
+       * <code>.interrupt.v1.RemoteParent remote_parent = 20;</code>
+       */
+      public Builder setRemoteParent(interrupt.v1.Interrupt.RemoteParent value) {
+        if (remoteParentBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          remoteParent_ = value;
+        } else {
+          remoteParentBuilder_.setMessage(value);
+        }
+        bitField0_ |= 0x00080000;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The parent in another daemon, without its credential.
+       * </pre>
+       *
+       * <code>.interrupt.v1.RemoteParent remote_parent = 20;</code>
+       */
+      public Builder setRemoteParent(
+          interrupt.v1.Interrupt.RemoteParent.Builder builderForValue) {
+        if (remoteParentBuilder_ == null) {
+          remoteParent_ = builderForValue.build();
+        } else {
+          remoteParentBuilder_.setMessage(builderForValue.build());
+        }
+        bitField0_ |= 0x00080000;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The parent in another daemon, without its credential.
+       * </pre>
+       *
+       * <code>.interrupt.v1.RemoteParent remote_parent = 20;</code>
+       */
+      public Builder mergeRemoteParent(interrupt.v1.Interrupt.RemoteParent value) {
+        if (remoteParentBuilder_ == null) {
+          if (((bitField0_ & 0x00080000) != 0) &&
+            remoteParent_ != null &&
+            remoteParent_ != interrupt.v1.Interrupt.RemoteParent.getDefaultInstance()) {
+            getRemoteParentBuilder().mergeFrom(value);
+          } else {
+            remoteParent_ = value;
+          }
+        } else {
+          remoteParentBuilder_.mergeFrom(value);
+        }
+        if (remoteParent_ != null) {
+          bitField0_ |= 0x00080000;
+          onChanged();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The parent in another daemon, without its credential.
+       * </pre>
+       *
+       * <code>.interrupt.v1.RemoteParent remote_parent = 20;</code>
+       */
+      public Builder clearRemoteParent() {
+        bitField0_ = (bitField0_ & ~0x00080000);
+        remoteParent_ = null;
+        if (remoteParentBuilder_ != null) {
+          remoteParentBuilder_.dispose();
+          remoteParentBuilder_ = null;
+        }
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The parent in another daemon, without its credential.
+       * </pre>
+       *
+       * <code>.interrupt.v1.RemoteParent remote_parent = 20;</code>
+       */
+      public interrupt.v1.Interrupt.RemoteParent.Builder getRemoteParentBuilder() {
+        bitField0_ |= 0x00080000;
+        onChanged();
+        return internalGetRemoteParentFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * The parent in another daemon, without its credential.
+       * </pre>
+       *
+       * <code>.interrupt.v1.RemoteParent remote_parent = 20;</code>
+       */
+      public interrupt.v1.Interrupt.RemoteParentOrBuilder getRemoteParentOrBuilder() {
+        if (remoteParentBuilder_ != null) {
+          return remoteParentBuilder_.getMessageOrBuilder();
+        } else {
+          return remoteParent_ == null ?
+              interrupt.v1.Interrupt.RemoteParent.getDefaultInstance() : remoteParent_;
+        }
+      }
+      /**
+       * <pre>
+       * The parent in another daemon, without its credential.
+       * </pre>
+       *
+       * <code>.interrupt.v1.RemoteParent remote_parent = 20;</code>
+       */
+      private com.google.protobuf.SingleFieldBuilder<
+          interrupt.v1.Interrupt.RemoteParent, interrupt.v1.Interrupt.RemoteParent.Builder, interrupt.v1.Interrupt.RemoteParentOrBuilder> 
+          internalGetRemoteParentFieldBuilder() {
+        if (remoteParentBuilder_ == null) {
+          remoteParentBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+              interrupt.v1.Interrupt.RemoteParent, interrupt.v1.Interrupt.RemoteParent.Builder, interrupt.v1.Interrupt.RemoteParentOrBuilder>(
+                  getRemoteParent(),
+                  getParentForChildren(),
+                  isClean());
+          remoteParent_ = null;
+        }
+        return remoteParentBuilder_;
       }
 
       // @@protoc_insertion_point(builder_scope:interrupt.v1.Execution)
@@ -39356,6 +42464,11 @@ java.lang.String defaultValue) {
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_interrupt_v1_BeginExecutionRequest_LabelsEntry_fieldAccessorTable;
   private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_interrupt_v1_RemoteParent_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_interrupt_v1_RemoteParent_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
     internal_static_interrupt_v1_BeginExecutionResponse_descriptor;
   private static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -39566,7 +42679,7 @@ java.lang.String defaultValue) {
     java.lang.String[] descriptorData = {
       "\n\034interrupt/v1/interrupt.proto\022\014interrup" +
       "t.v1\032\036google/protobuf/duration.proto\032\037go" +
-      "ogle/protobuf/timestamp.proto\"\321\002\n\025BeginE" +
+      "ogle/protobuf/timestamp.proto\"\251\003\n\025BeginE" +
       "xecutionRequest\022\024\n\014execution_id\030\001 \001(\t\022\033\n" +
       "\023parent_execution_id\030\002 \001(\t\022\022\n\ncontext_id" +
       "\030\003 \001(\t\022(\n\005grace\030\004 \001(\0132\031.google.protobuf." +
@@ -39574,174 +42687,183 @@ java.lang.String defaultValue) {
       "uf.Duration\022,\n\tlease_ttl\030\006 \001(\0132\031.google." +
       "protobuf.Duration\022?\n\006labels\030\007 \003(\0132/.inte" +
       "rrupt.v1.BeginExecutionRequest.LabelsEnt" +
-      "ry\032-\n\013LabelsEntry\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030" +
-      "\002 \001(\t:\0028\001\"p\n\026BeginExecutionResponse\022\024\n\014e" +
-      "xecution_id\030\001 \001(\t\022\024\n\014attach_token\030\002 \001(\t\022" +
-      "*\n\texecution\030\003 \001(\0132\027.interrupt.v1.Execut" +
-      "ion\"\211\001\n\020InterruptRequest\022\026\n\014execution_id" +
-      "\030\001 \001(\tH\000\022\024\n\ncontext_id\030\002 \001(\tH\000\022-\n\006reason" +
-      "\030\003 \001(\0162\035.interrupt.v1.InterruptReason\022\016\n" +
-      "\006detail\030\004 \001(\tB\010\n\006target\"h\n\020InterruptOutc" +
-      "ome\022\024\n\014execution_id\030\001 \001(\t\022\017\n\007tripped\030\002 \001" +
-      "(\010\022-\n\006reason\030\003 \001(\0162\035.interrupt.v1.Interr" +
-      "uptReason\"E\n\021InterruptResponse\0220\n\010outcom" +
-      "es\030\001 \003(\0132\036.interrupt.v1.InterruptOutcome" +
-      "\"+\n\023EndExecutionRequest\022\024\n\014execution_id\030" +
-      "\001 \001(\t\"B\n\024EndExecutionResponse\022*\n\texecuti" +
-      "on\030\001 \001(\0132\027.interrupt.v1.Execution\"(\n\020Kee" +
-      "pAliveRequest\022\024\n\014execution_id\030\001 \001(\t\"I\n\021K" +
-      "eepAliveResponse\0224\n\020lease_expires_at\030\001 \001" +
-      "(\0132\032.google.protobuf.Timestamp\"+\n\023GetExe" +
-      "cutionRequest\022\024\n\014execution_id\030\001 \001(\t\"B\n\024G" +
-      "etExecutionResponse\022*\n\texecution\030\001 \001(\0132\027" +
-      ".interrupt.v1.Execution\"B\n\025ListExecution" +
-      "sRequest\022\022\n\ncontext_id\030\001 \001(\t\022\025\n\rinclude_" +
-      "ended\030\002 \001(\010\"E\n\026ListExecutionsResponse\022+\n" +
-      "\nexecutions\030\001 \003(\0132\027.interrupt.v1.Executi" +
-      "on\";\n\025WatchExecutionRequest\022\024\n\014execution" +
-      "_id\030\001 \001(\t\022\014\n\004hold\030\002 \001(\010\"\347\004\n\tExecution\022\024\n" +
-      "\014execution_id\030\001 \001(\t\022\021\n\tcancelled\030\002 \001(\010\022-" +
-      "\n\006reason\030\003 \001(\0162\035.interrupt.v1.InterruptR" +
-      "eason\022.\n\ntripped_at\030\004 \001(\0132\032.google.proto" +
-      "buf.Timestamp\022\r\n\005ended\030\005 \001(\010\022\033\n\023parent_e" +
-      "xecution_id\030\006 \001(\t\022\022\n\ncontext_id\030\007 \001(\t\022\016\n" +
-      "\006detail\030\010 \001(\t\022,\n\010begun_at\030\t \001(\0132\032.google" +
-      ".protobuf.Timestamp\022,\n\010ended_at\030\n \001(\0132\032." +
-      "google.protobuf.Timestamp\022(\n\005grace\030\013 \001(\013" +
-      "2\031.google.protobuf.Duration\022)\n\006budget\030\014 " +
-      "\001(\0132\031.google.protobuf.Duration\022,\n\tlease_" +
-      "ttl\030\r \001(\0132\031.google.protobuf.Duration\0223\n\006" +
-      "labels\030\016 \003(\0132#.interrupt.v1.Execution.La" +
-      "belsEntry\022\026\n\016attached_tools\030\017 \001(\r\022\026\n\016gra" +
-      "ce_overruns\030\020 \001(\r\022\017\n\007holders\030\021 \001(\r\032-\n\013La" +
-      "belsEntry\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028" +
-      "\001\"\226\005\n\016ExecutionEvent\022\024\n\014execution_id\030\001 \001" +
-      "(\t\022/\n\013occurred_at\030\002 \001(\0132\032.google.protobu" +
-      "f.Timestamp\022\020\n\010sequence\030\003 \001(\004\022+\n\010snapsho" +
-      "t\030\n \001(\0132\027.interrupt.v1.ExecutionH\000\0221\n\007tr" +
-      "ipped\030\013 \001(\0132\036.interrupt.v1.ExecutionTrip" +
-      "pedH\000\0223\n\rtool_attached\030\014 \001(\0132\032.interrupt" +
-      ".v1.ToolAttachedH\000\0221\n\014tool_unwound\030\r \001(\013" +
-      "2\031.interrupt.v1.ToolUnwoundH\000\0223\n\rgrace_o" +
-      "verrun\030\016 \001(\0132\032.interrupt.v1.GraceOverrun" +
-      "H\000\022F\n\027process_group_signalled\030\017 \001(\0132#.in" +
-      "terrupt.v1.ProcessGroupSignalledH\000\022<\n\022pr" +
-      "ocess_group_gone\030\020 \001(\0132\036.interrupt.v1.Pr" +
-      "ocessGroupGoneH\000\022-\n\005ended\030\021 \001(\0132\034.interr" +
-      "upt.v1.ExecutionEndedH\000\0223\n\rtool_detached" +
-      "\030\022 \001(\0132\032.interrupt.v1.ToolDetachedH\000\022;\n\021" +
-      "terminator_failed\030\023 \001(\0132\036.interrupt.v1.T" +
-      "erminatorFailedH\000B\007\n\005event\"\265\001\n\020Execution" +
-      "Tripped\022-\n\006reason\030\001 \001(\0162\035.interrupt.v1.I" +
-      "nterruptReason\022\016\n\006detail\030\002 \001(\t\022.\n\ntrippe" +
-      "d_at\030\003 \001(\0132\032.google.protobuf.Timestamp\0222" +
-      "\n\016grace_deadline\030\004 \001(\0132\032.google.protobuf" +
-      ".Timestamp\"\210\001\n\014ToolAttached\022\017\n\007tool_id\030\001" +
-      " \001(\t\022\021\n\ttool_name\030\002 \001(\t\022\024\n\014tool_call_id\030" +
-      "\003 \001(\t\0221\n\010behavior\030\004 \001(\0162\037.interrupt.v1.I" +
-      "nterruptBehavior\022\013\n\003pid\030\005 \001(\005\"\274\001\n\013ToolUn" +
-      "wound\022\017\n\007tool_id\030\001 \001(\t\022\021\n\ttool_name\030\002 \001(" +
-      "\t\022*\n\007outcome\030\003 \001(\0162\031.interrupt.v1.ToolOu" +
-      "tcome\022*\n\007latency\030\004 \001(\0132\031.google.protobuf" +
-      ".Duration\0221\n\010behavior\030\005 \001(\0162\037.interrupt." +
-      "v1.InterruptBehavior\"C\n\014ToolDetached\022\017\n\007" +
-      "tool_id\030\001 \001(\t\022\021\n\ttool_name\030\002 \001(\t\022\017\n\007unwo" +
-      "und\030\003 \001(\010\"\217\001\n\014GraceOverrun\022\017\n\007tool_id\030\001 " +
-      "\001(\t\022\021\n\ttool_name\030\002 \001(\t\0221\n\010behavior\030\003 \001(\016" +
-      "2\037.interrupt.v1.InterruptBehavior\022(\n\005gra" +
-      "ce\030\004 \001(\0132\031.google.protobuf.Duration\"q\n\025P" +
-      "rocessGroupSignalled\022\017\n\007tool_id\030\001 \001(\t\022\025\n" +
-      "\rterminator_id\030\002 \001(\t\022\014\n\004pgid\030\003 \001(\005\022\016\n\006si" +
-      "gnal\030\004 \001(\005\022\022\n\nescalation\030\005 \001(\010\"t\n\020Proces" +
-      "sGroupGone\022\017\n\007tool_id\030\001 \001(\t\022\025\n\rterminato" +
-      "r_id\030\002 \001(\t\022\014\n\004pgid\030\003 \001(\005\022*\n\007latency\030\004 \001(" +
-      "\0132\031.google.protobuf.Duration\"K\n\020Terminat" +
-      "orFailed\022\017\n\007tool_id\030\001 \001(\t\022\025\n\rterminator_" +
-      "id\030\002 \001(\t\022\017\n\007message\030\003 \001(\t\">\n\016ExecutionEn" +
-      "ded\022,\n\010ended_at\030\001 \001(\0132\032.google.protobuf." +
-      "Timestamp\"\253\002\n\013ToolMessage\022$\n\005hello\030\001 \001(\013" +
-      "2\023.interrupt.v1.HelloH\000\022?\n\023register_term" +
-      "inator\030\002 \001(\0132 .interrupt.v1.RegisterTerm" +
-      "inatorH\000\022C\n\025unregister_terminator\030\003 \001(\0132" +
-      "\".interrupt.v1.UnregisterTerminatorH\000\022(\n" +
-      "\007unwound\030\004 \001(\0132\025.interrupt.v1.UnwoundH\000\022" +
-      ";\n\021terminator_result\030\005 \001(\0132\036.interrupt.v" +
-      "1.TerminatorResultH\000B\t\n\007message\"\206\001\n\005Hell" +
-      "o\022\024\n\014attach_token\030\001 \001(\t\022\021\n\ttool_name\030\002 \001" +
-      "(\t\022\024\n\014tool_call_id\030\003 \001(\t\0221\n\010behavior\030\004 \001" +
-      "(\0162\037.interrupt.v1.InterruptBehavior\022\013\n\003p" +
-      "id\030\005 \001(\005\"\250\001\n\022RegisterTerminator\022\025\n\rtermi" +
-      "nator_id\030\001 \001(\t\0224\n\010callback\030\002 \001(\0132 .inter" +
-      "rupt.v1.CallbackTerminatorH\000\022=\n\rprocess_" +
-      "group\030\003 \001(\0132$.interrupt.v1.ProcessGroupT" +
-      "erminatorH\000B\006\n\004kind\"\024\n\022CallbackTerminato" +
-      "r\"e\n\026ProcessGroupTerminator\022\014\n\004pgid\030\001 \001(" +
-      "\005\022\016\n\006signal\030\002 \001(\005\022-\n\nkill_after\030\003 \001(\0132\031." +
-      "google.protobuf.Duration\"-\n\024UnregisterTe" +
-      "rminator\022\025\n\rterminator_id\030\001 \001(\t\"E\n\007Unwou" +
-      "nd\022*\n\007outcome\030\001 \001(\0162\031.interrupt.v1.ToolO" +
-      "utcome\022\016\n\006detail\030\002 \001(\t\"8\n\020TerminatorResu" +
-      "lt\022\025\n\rterminator_id\030\001 \001(\t\022\r\n\005error\030\002 \001(\t" +
-      "\"\341\002\n\016SidecarMessage\022*\n\010attached\030\001 \001(\0132\026." +
-      "interrupt.v1.AttachedH\000\022&\n\006cancel\030\002 \001(\0132" +
-      "\024.interrupt.v1.CancelH\000\0225\n\016run_terminato" +
-      "r\030\003 \001(\0132\033.interrupt.v1.RunTerminatorH\000\022C" +
-      "\n\025terminator_registered\030\004 \001(\0132\".interrup" +
-      "t.v1.TerminatorRegisteredH\000\022+\n\005error\030\005 \001" +
-      "(\0132\032.interrupt.v1.ChannelErrorH\000\022G\n\027term" +
-      "inator_unregistered\030\006 \001(\0132$.interrupt.v1" +
-      ".TerminatorUnregisteredH\000B\t\n\007message\"\235\001\n" +
-      "\010Attached\022\024\n\014execution_id\030\001 \001(\t\022\021\n\tcance" +
-      "lled\030\002 \001(\010\022-\n\006reason\030\003 \001(\0162\035.interrupt.v" +
-      "1.InterruptReason\022\017\n\007tool_id\030\004 \001(\t\022(\n\005gr" +
-      "ace\030\005 \001(\0132\031.google.protobuf.Duration\"\253\001\n" +
-      "\006Cancel\022-\n\006reason\030\001 \001(\0162\035.interrupt.v1.I" +
-      "nterruptReason\022\016\n\006detail\030\002 \001(\t\022.\n\ntrippe" +
-      "d_at\030\003 \001(\0132\032.google.protobuf.Timestamp\0222" +
-      "\n\016grace_deadline\030\004 \001(\0132\032.google.protobuf" +
-      ".Timestamp\"&\n\rRunTerminator\022\025\n\rterminato" +
-      "r_id\030\001 \001(\t\"-\n\024TerminatorRegistered\022\025\n\rte" +
-      "rminator_id\030\001 \001(\t\"/\n\026TerminatorUnregiste" +
-      "red\022\025\n\rterminator_id\030\001 \001(\t\"D\n\014ChannelErr" +
-      "or\022\014\n\004code\030\001 \001(\005\022\017\n\007message\030\002 \001(\t\022\025\n\rter" +
-      "minator_id\030\003 \001(\t*\334\001\n\021InterruptBehavior\022\"" +
-      "\n\036INTERRUPT_BEHAVIOR_UNSPECIFIED\020\000\022(\n$IN" +
-      "TERRUPT_BEHAVIOR_NON_INTERRUPTIBLE\020\001\022\"\n\036" +
-      "INTERRUPT_BEHAVIOR_COOPERATIVE\020\002\022\'\n#INTE" +
-      "RRUPT_BEHAVIOR_THREAD_INTERRUPT\020\003\022,\n(INT" +
-      "ERRUPT_BEHAVIOR_EXTERNALLY_TERMINATED\020\004*" +
-      "\200\003\n\017InterruptReason\022 \n\034INTERRUPT_REASON_" +
-      "UNSPECIFIED\020\000\022 \n\034INTERRUPT_REASON_USER_S" +
-      "IGINT\020\001\022\'\n#INTERRUPT_REASON_NOW_PRIORITY" +
-      "_INPUT\020\002\022$\n INTERRUPT_REASON_BUDGET_EXCE" +
-      "EDED\020\003\022%\n!INTERRUPT_REASON_PARENT_CANCEL" +
-      "LED\020\004\022#\n\037INTERRUPT_REASON_TASK_CANCELLED" +
-      "\020\005\022$\n INTERRUPT_REASON_SYSTEM_SHUTDOWN\020\006" +
-      "\022\037\n\033INTERRUPT_REASON_LEASE_LOST\020\007\022%\n!INT" +
-      "ERRUPT_REASON_SESSION_RELEASED\020\010\022 \n\034INTE" +
-      "RRUPT_REASON_HOLDER_LOST\020\t*~\n\013ToolOutcom" +
-      "e\022\034\n\030TOOL_OUTCOME_UNSPECIFIED\020\000\022\032\n\026TOOL_" +
-      "OUTCOME_COMPLETED\020\001\022\034\n\030TOOL_OUTCOME_INTE" +
-      "RRUPTED\020\002\022\027\n\023TOOL_OUTCOME_FAILED\020\0032\357\004\n\022C" +
-      "oordinatorService\022[\n\016BeginExecution\022#.in" +
-      "terrupt.v1.BeginExecutionRequest\032$.inter" +
-      "rupt.v1.BeginExecutionResponse\022L\n\tInterr" +
-      "upt\022\036.interrupt.v1.InterruptRequest\032\037.in" +
-      "terrupt.v1.InterruptResponse\022U\n\014EndExecu" +
-      "tion\022!.interrupt.v1.EndExecutionRequest\032" +
-      "\".interrupt.v1.EndExecutionResponse\022L\n\tK" +
-      "eepAlive\022\036.interrupt.v1.KeepAliveRequest" +
-      "\032\037.interrupt.v1.KeepAliveResponse\022U\n\014Get" +
-      "Execution\022!.interrupt.v1.GetExecutionReq" +
-      "uest\032\".interrupt.v1.GetExecutionResponse" +
-      "\022[\n\016ListExecutions\022#.interrupt.v1.ListEx" +
-      "ecutionsRequest\032$.interrupt.v1.ListExecu" +
-      "tionsResponse\022U\n\016WatchExecution\022#.interr" +
-      "upt.v1.WatchExecutionRequest\032\034.interrupt" +
-      ".v1.ExecutionEvent0\0012[\n\022ToolChannelServi" +
-      "ce\022E\n\006Attach\022\031.interrupt.v1.ToolMessage\032" +
-      "\034.interrupt.v1.SidecarMessage(\0010\001b\006proto" +
-      "3"
+      "ry\022\022\n\nsession_id\030\010 \001(\t\022\017\n\007task_id\030\t \001(\t\022" +
+      "1\n\rremote_parent\030\n \001(\0132\032.interrupt.v1.Re" +
+      "moteParent\032-\n\013LabelsEntry\022\013\n\003key\030\001 \001(\t\022\r" +
+      "\n\005value\030\002 \001(\t:\0028\001\"\263\001\n\014RemoteParent\022\017\n\007ad" +
+      "dress\030\001 \001(\t\022\024\n\014execution_id\030\002 \001(\t\022\022\n\ncre" +
+      "dential\030\003 \001(\t\0224\n\021unreachable_after\030\004 \001(\013" +
+      "2\031.google.protobuf.Duration\022%\n\035keep_runn" +
+      "ing_when_unreachable\030\005 \001(\010\022\013\n\003tls\030\006 \001(\010\"" +
+      "p\n\026BeginExecutionResponse\022\024\n\014execution_i" +
+      "d\030\001 \001(\t\022\024\n\014attach_token\030\002 \001(\t\022*\n\texecuti" +
+      "on\030\003 \001(\0132\027.interrupt.v1.Execution\"\262\001\n\020In" +
+      "terruptRequest\022\026\n\014execution_id\030\001 \001(\tH\000\022\024" +
+      "\n\ncontext_id\030\002 \001(\tH\000\022\024\n\nsession_id\030\005 \001(\t" +
+      "H\000\022\021\n\007task_id\030\006 \001(\tH\000\022-\n\006reason\030\003 \001(\0162\035." +
+      "interrupt.v1.InterruptReason\022\016\n\006detail\030\004" +
+      " \001(\tB\010\n\006target\"h\n\020InterruptOutcome\022\024\n\014ex" +
+      "ecution_id\030\001 \001(\t\022\017\n\007tripped\030\002 \001(\010\022-\n\006rea" +
+      "son\030\003 \001(\0162\035.interrupt.v1.InterruptReason" +
+      "\"E\n\021InterruptResponse\0220\n\010outcomes\030\001 \003(\0132" +
+      "\036.interrupt.v1.InterruptOutcome\"+\n\023EndEx" +
+      "ecutionRequest\022\024\n\014execution_id\030\001 \001(\t\"B\n\024" +
+      "EndExecutionResponse\022*\n\texecution\030\001 \001(\0132" +
+      "\027.interrupt.v1.Execution\"(\n\020KeepAliveReq" +
+      "uest\022\024\n\014execution_id\030\001 \001(\t\"I\n\021KeepAliveR" +
+      "esponse\0224\n\020lease_expires_at\030\001 \001(\0132\032.goog" +
+      "le.protobuf.Timestamp\"+\n\023GetExecutionReq" +
+      "uest\022\024\n\014execution_id\030\001 \001(\t\"B\n\024GetExecuti" +
+      "onResponse\022*\n\texecution\030\001 \001(\0132\027.interrup" +
+      "t.v1.Execution\"B\n\025ListExecutionsRequest\022" +
+      "\022\n\ncontext_id\030\001 \001(\t\022\025\n\rinclude_ended\030\002 \001" +
+      "(\010\"E\n\026ListExecutionsResponse\022+\n\nexecutio" +
+      "ns\030\001 \003(\0132\027.interrupt.v1.Execution\";\n\025Wat" +
+      "chExecutionRequest\022\024\n\014execution_id\030\001 \001(\t" +
+      "\022\014\n\004hold\030\002 \001(\010\"\277\005\n\tExecution\022\024\n\014executio" +
+      "n_id\030\001 \001(\t\022\021\n\tcancelled\030\002 \001(\010\022-\n\006reason\030" +
+      "\003 \001(\0162\035.interrupt.v1.InterruptReason\022.\n\n" +
+      "tripped_at\030\004 \001(\0132\032.google.protobuf.Times" +
+      "tamp\022\r\n\005ended\030\005 \001(\010\022\033\n\023parent_execution_" +
+      "id\030\006 \001(\t\022\022\n\ncontext_id\030\007 \001(\t\022\016\n\006detail\030\010" +
+      " \001(\t\022,\n\010begun_at\030\t \001(\0132\032.google.protobuf" +
+      ".Timestamp\022,\n\010ended_at\030\n \001(\0132\032.google.pr" +
+      "otobuf.Timestamp\022(\n\005grace\030\013 \001(\0132\031.google" +
+      ".protobuf.Duration\022)\n\006budget\030\014 \001(\0132\031.goo" +
+      "gle.protobuf.Duration\022,\n\tlease_ttl\030\r \001(\013" +
+      "2\031.google.protobuf.Duration\0223\n\006labels\030\016 " +
+      "\003(\0132#.interrupt.v1.Execution.LabelsEntry" +
+      "\022\026\n\016attached_tools\030\017 \001(\r\022\026\n\016grace_overru" +
+      "ns\030\020 \001(\r\022\017\n\007holders\030\021 \001(\r\022\022\n\nsession_id\030" +
+      "\022 \001(\t\022\017\n\007task_id\030\023 \001(\t\0221\n\rremote_parent\030" +
+      "\024 \001(\0132\032.interrupt.v1.RemoteParent\032-\n\013Lab" +
+      "elsEntry\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\001" +
+      "\"\226\005\n\016ExecutionEvent\022\024\n\014execution_id\030\001 \001(" +
+      "\t\022/\n\013occurred_at\030\002 \001(\0132\032.google.protobuf" +
+      ".Timestamp\022\020\n\010sequence\030\003 \001(\004\022+\n\010snapshot" +
+      "\030\n \001(\0132\027.interrupt.v1.ExecutionH\000\0221\n\007tri" +
+      "pped\030\013 \001(\0132\036.interrupt.v1.ExecutionTripp" +
+      "edH\000\0223\n\rtool_attached\030\014 \001(\0132\032.interrupt." +
+      "v1.ToolAttachedH\000\0221\n\014tool_unwound\030\r \001(\0132" +
+      "\031.interrupt.v1.ToolUnwoundH\000\0223\n\rgrace_ov" +
+      "errun\030\016 \001(\0132\032.interrupt.v1.GraceOverrunH" +
+      "\000\022F\n\027process_group_signalled\030\017 \001(\0132#.int" +
+      "errupt.v1.ProcessGroupSignalledH\000\022<\n\022pro" +
+      "cess_group_gone\030\020 \001(\0132\036.interrupt.v1.Pro" +
+      "cessGroupGoneH\000\022-\n\005ended\030\021 \001(\0132\034.interru" +
+      "pt.v1.ExecutionEndedH\000\0223\n\rtool_detached\030" +
+      "\022 \001(\0132\032.interrupt.v1.ToolDetachedH\000\022;\n\021t" +
+      "erminator_failed\030\023 \001(\0132\036.interrupt.v1.Te" +
+      "rminatorFailedH\000B\007\n\005event\"\265\001\n\020ExecutionT" +
+      "ripped\022-\n\006reason\030\001 \001(\0162\035.interrupt.v1.In" +
+      "terruptReason\022\016\n\006detail\030\002 \001(\t\022.\n\ntripped" +
+      "_at\030\003 \001(\0132\032.google.protobuf.Timestamp\0222\n" +
+      "\016grace_deadline\030\004 \001(\0132\032.google.protobuf." +
+      "Timestamp\"\210\001\n\014ToolAttached\022\017\n\007tool_id\030\001 " +
+      "\001(\t\022\021\n\ttool_name\030\002 \001(\t\022\024\n\014tool_call_id\030\003" +
+      " \001(\t\0221\n\010behavior\030\004 \001(\0162\037.interrupt.v1.In" +
+      "terruptBehavior\022\013\n\003pid\030\005 \001(\005\"\274\001\n\013ToolUnw" +
+      "ound\022\017\n\007tool_id\030\001 \001(\t\022\021\n\ttool_name\030\002 \001(\t" +
+      "\022*\n\007outcome\030\003 \001(\0162\031.interrupt.v1.ToolOut" +
+      "come\022*\n\007latency\030\004 \001(\0132\031.google.protobuf." +
+      "Duration\0221\n\010behavior\030\005 \001(\0162\037.interrupt.v" +
+      "1.InterruptBehavior\"C\n\014ToolDetached\022\017\n\007t" +
+      "ool_id\030\001 \001(\t\022\021\n\ttool_name\030\002 \001(\t\022\017\n\007unwou" +
+      "nd\030\003 \001(\010\"\217\001\n\014GraceOverrun\022\017\n\007tool_id\030\001 \001" +
+      "(\t\022\021\n\ttool_name\030\002 \001(\t\0221\n\010behavior\030\003 \001(\0162" +
+      "\037.interrupt.v1.InterruptBehavior\022(\n\005grac" +
+      "e\030\004 \001(\0132\031.google.protobuf.Duration\"q\n\025Pr" +
+      "ocessGroupSignalled\022\017\n\007tool_id\030\001 \001(\t\022\025\n\r" +
+      "terminator_id\030\002 \001(\t\022\014\n\004pgid\030\003 \001(\005\022\016\n\006sig" +
+      "nal\030\004 \001(\005\022\022\n\nescalation\030\005 \001(\010\"t\n\020Process" +
+      "GroupGone\022\017\n\007tool_id\030\001 \001(\t\022\025\n\rterminator" +
+      "_id\030\002 \001(\t\022\014\n\004pgid\030\003 \001(\005\022*\n\007latency\030\004 \001(\013" +
+      "2\031.google.protobuf.Duration\"K\n\020Terminato" +
+      "rFailed\022\017\n\007tool_id\030\001 \001(\t\022\025\n\rterminator_i" +
+      "d\030\002 \001(\t\022\017\n\007message\030\003 \001(\t\">\n\016ExecutionEnd" +
+      "ed\022,\n\010ended_at\030\001 \001(\0132\032.google.protobuf.T" +
+      "imestamp\"\253\002\n\013ToolMessage\022$\n\005hello\030\001 \001(\0132" +
+      "\023.interrupt.v1.HelloH\000\022?\n\023register_termi" +
+      "nator\030\002 \001(\0132 .interrupt.v1.RegisterTermi" +
+      "natorH\000\022C\n\025unregister_terminator\030\003 \001(\0132\"" +
+      ".interrupt.v1.UnregisterTerminatorH\000\022(\n\007" +
+      "unwound\030\004 \001(\0132\025.interrupt.v1.UnwoundH\000\022;" +
+      "\n\021terminator_result\030\005 \001(\0132\036.interrupt.v1" +
+      ".TerminatorResultH\000B\t\n\007message\"\206\001\n\005Hello" +
+      "\022\024\n\014attach_token\030\001 \001(\t\022\021\n\ttool_name\030\002 \001(" +
+      "\t\022\024\n\014tool_call_id\030\003 \001(\t\0221\n\010behavior\030\004 \001(" +
+      "\0162\037.interrupt.v1.InterruptBehavior\022\013\n\003pi" +
+      "d\030\005 \001(\005\"\250\001\n\022RegisterTerminator\022\025\n\rtermin" +
+      "ator_id\030\001 \001(\t\0224\n\010callback\030\002 \001(\0132 .interr" +
+      "upt.v1.CallbackTerminatorH\000\022=\n\rprocess_g" +
+      "roup\030\003 \001(\0132$.interrupt.v1.ProcessGroupTe" +
+      "rminatorH\000B\006\n\004kind\"\024\n\022CallbackTerminator" +
+      "\"e\n\026ProcessGroupTerminator\022\014\n\004pgid\030\001 \001(\005" +
+      "\022\016\n\006signal\030\002 \001(\005\022-\n\nkill_after\030\003 \001(\0132\031.g" +
+      "oogle.protobuf.Duration\"-\n\024UnregisterTer" +
+      "minator\022\025\n\rterminator_id\030\001 \001(\t\"E\n\007Unwoun" +
+      "d\022*\n\007outcome\030\001 \001(\0162\031.interrupt.v1.ToolOu" +
+      "tcome\022\016\n\006detail\030\002 \001(\t\"8\n\020TerminatorResul" +
+      "t\022\025\n\rterminator_id\030\001 \001(\t\022\r\n\005error\030\002 \001(\t\"" +
+      "\341\002\n\016SidecarMessage\022*\n\010attached\030\001 \001(\0132\026.i" +
+      "nterrupt.v1.AttachedH\000\022&\n\006cancel\030\002 \001(\0132\024" +
+      ".interrupt.v1.CancelH\000\0225\n\016run_terminator" +
+      "\030\003 \001(\0132\033.interrupt.v1.RunTerminatorH\000\022C\n" +
+      "\025terminator_registered\030\004 \001(\0132\".interrupt" +
+      ".v1.TerminatorRegisteredH\000\022+\n\005error\030\005 \001(" +
+      "\0132\032.interrupt.v1.ChannelErrorH\000\022G\n\027termi" +
+      "nator_unregistered\030\006 \001(\0132$.interrupt.v1." +
+      "TerminatorUnregisteredH\000B\t\n\007message\"\235\001\n\010" +
+      "Attached\022\024\n\014execution_id\030\001 \001(\t\022\021\n\tcancel" +
+      "led\030\002 \001(\010\022-\n\006reason\030\003 \001(\0162\035.interrupt.v1" +
+      ".InterruptReason\022\017\n\007tool_id\030\004 \001(\t\022(\n\005gra" +
+      "ce\030\005 \001(\0132\031.google.protobuf.Duration\"\253\001\n\006" +
+      "Cancel\022-\n\006reason\030\001 \001(\0162\035.interrupt.v1.In" +
+      "terruptReason\022\016\n\006detail\030\002 \001(\t\022.\n\ntripped" +
+      "_at\030\003 \001(\0132\032.google.protobuf.Timestamp\0222\n" +
+      "\016grace_deadline\030\004 \001(\0132\032.google.protobuf." +
+      "Timestamp\"&\n\rRunTerminator\022\025\n\rterminator" +
+      "_id\030\001 \001(\t\"-\n\024TerminatorRegistered\022\025\n\rter" +
+      "minator_id\030\001 \001(\t\"/\n\026TerminatorUnregister" +
+      "ed\022\025\n\rterminator_id\030\001 \001(\t\"D\n\014ChannelErro" +
+      "r\022\014\n\004code\030\001 \001(\005\022\017\n\007message\030\002 \001(\t\022\025\n\rterm" +
+      "inator_id\030\003 \001(\t*\334\001\n\021InterruptBehavior\022\"\n" +
+      "\036INTERRUPT_BEHAVIOR_UNSPECIFIED\020\000\022(\n$INT" +
+      "ERRUPT_BEHAVIOR_NON_INTERRUPTIBLE\020\001\022\"\n\036I" +
+      "NTERRUPT_BEHAVIOR_COOPERATIVE\020\002\022\'\n#INTER" +
+      "RUPT_BEHAVIOR_THREAD_INTERRUPT\020\003\022,\n(INTE" +
+      "RRUPT_BEHAVIOR_EXTERNALLY_TERMINATED\020\004*\200" +
+      "\003\n\017InterruptReason\022 \n\034INTERRUPT_REASON_U" +
+      "NSPECIFIED\020\000\022 \n\034INTERRUPT_REASON_USER_SI" +
+      "GINT\020\001\022\'\n#INTERRUPT_REASON_NOW_PRIORITY_" +
+      "INPUT\020\002\022$\n INTERRUPT_REASON_BUDGET_EXCEE" +
+      "DED\020\003\022%\n!INTERRUPT_REASON_PARENT_CANCELL" +
+      "ED\020\004\022#\n\037INTERRUPT_REASON_TASK_CANCELLED\020" +
+      "\005\022$\n INTERRUPT_REASON_SYSTEM_SHUTDOWN\020\006\022" +
+      "\037\n\033INTERRUPT_REASON_LEASE_LOST\020\007\022%\n!INTE" +
+      "RRUPT_REASON_SESSION_RELEASED\020\010\022 \n\034INTER" +
+      "RUPT_REASON_HOLDER_LOST\020\t*~\n\013ToolOutcome" +
+      "\022\034\n\030TOOL_OUTCOME_UNSPECIFIED\020\000\022\032\n\026TOOL_O" +
+      "UTCOME_COMPLETED\020\001\022\034\n\030TOOL_OUTCOME_INTER" +
+      "RUPTED\020\002\022\027\n\023TOOL_OUTCOME_FAILED\020\0032\357\004\n\022Co" +
+      "ordinatorService\022[\n\016BeginExecution\022#.int" +
+      "errupt.v1.BeginExecutionRequest\032$.interr" +
+      "upt.v1.BeginExecutionResponse\022L\n\tInterru" +
+      "pt\022\036.interrupt.v1.InterruptRequest\032\037.int" +
+      "errupt.v1.InterruptResponse\022U\n\014EndExecut" +
+      "ion\022!.interrupt.v1.EndExecutionRequest\032\"" +
+      ".interrupt.v1.EndExecutionResponse\022L\n\tKe" +
+      "epAlive\022\036.interrupt.v1.KeepAliveRequest\032" +
+      "\037.interrupt.v1.KeepAliveResponse\022U\n\014GetE" +
+      "xecution\022!.interrupt.v1.GetExecutionRequ" +
+      "est\032\".interrupt.v1.GetExecutionResponse\022" +
+      "[\n\016ListExecutions\022#.interrupt.v1.ListExe" +
+      "cutionsRequest\032$.interrupt.v1.ListExecut" +
+      "ionsResponse\022U\n\016WatchExecution\022#.interru" +
+      "pt.v1.WatchExecutionRequest\032\034.interrupt." +
+      "v1.ExecutionEvent0\0012[\n\022ToolChannelServic" +
+      "e\022E\n\006Attach\022\031.interrupt.v1.ToolMessage\032\034" +
+      ".interrupt.v1.SidecarMessage(\0010\001b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -39754,97 +42876,103 @@ java.lang.String defaultValue) {
     internal_static_interrupt_v1_BeginExecutionRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_BeginExecutionRequest_descriptor,
-        new java.lang.String[] { "ExecutionId", "ParentExecutionId", "ContextId", "Grace", "Budget", "LeaseTtl", "Labels", });
+        new java.lang.String[] { "ExecutionId", "ParentExecutionId", "ContextId", "Grace", "Budget", "LeaseTtl", "Labels", "SessionId", "TaskId", "RemoteParent", });
     internal_static_interrupt_v1_BeginExecutionRequest_LabelsEntry_descriptor =
       internal_static_interrupt_v1_BeginExecutionRequest_descriptor.getNestedType(0);
     internal_static_interrupt_v1_BeginExecutionRequest_LabelsEntry_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_BeginExecutionRequest_LabelsEntry_descriptor,
         new java.lang.String[] { "Key", "Value", });
-    internal_static_interrupt_v1_BeginExecutionResponse_descriptor =
+    internal_static_interrupt_v1_RemoteParent_descriptor =
       getDescriptor().getMessageType(1);
+    internal_static_interrupt_v1_RemoteParent_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_interrupt_v1_RemoteParent_descriptor,
+        new java.lang.String[] { "Address", "ExecutionId", "Credential", "UnreachableAfter", "KeepRunningWhenUnreachable", "Tls", });
+    internal_static_interrupt_v1_BeginExecutionResponse_descriptor =
+      getDescriptor().getMessageType(2);
     internal_static_interrupt_v1_BeginExecutionResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_BeginExecutionResponse_descriptor,
         new java.lang.String[] { "ExecutionId", "AttachToken", "Execution", });
     internal_static_interrupt_v1_InterruptRequest_descriptor =
-      getDescriptor().getMessageType(2);
+      getDescriptor().getMessageType(3);
     internal_static_interrupt_v1_InterruptRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_InterruptRequest_descriptor,
-        new java.lang.String[] { "ExecutionId", "ContextId", "Reason", "Detail", "Target", });
+        new java.lang.String[] { "ExecutionId", "ContextId", "SessionId", "TaskId", "Reason", "Detail", "Target", });
     internal_static_interrupt_v1_InterruptOutcome_descriptor =
-      getDescriptor().getMessageType(3);
+      getDescriptor().getMessageType(4);
     internal_static_interrupt_v1_InterruptOutcome_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_InterruptOutcome_descriptor,
         new java.lang.String[] { "ExecutionId", "Tripped", "Reason", });
     internal_static_interrupt_v1_InterruptResponse_descriptor =
-      getDescriptor().getMessageType(4);
+      getDescriptor().getMessageType(5);
     internal_static_interrupt_v1_InterruptResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_InterruptResponse_descriptor,
         new java.lang.String[] { "Outcomes", });
     internal_static_interrupt_v1_EndExecutionRequest_descriptor =
-      getDescriptor().getMessageType(5);
+      getDescriptor().getMessageType(6);
     internal_static_interrupt_v1_EndExecutionRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_EndExecutionRequest_descriptor,
         new java.lang.String[] { "ExecutionId", });
     internal_static_interrupt_v1_EndExecutionResponse_descriptor =
-      getDescriptor().getMessageType(6);
+      getDescriptor().getMessageType(7);
     internal_static_interrupt_v1_EndExecutionResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_EndExecutionResponse_descriptor,
         new java.lang.String[] { "Execution", });
     internal_static_interrupt_v1_KeepAliveRequest_descriptor =
-      getDescriptor().getMessageType(7);
+      getDescriptor().getMessageType(8);
     internal_static_interrupt_v1_KeepAliveRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_KeepAliveRequest_descriptor,
         new java.lang.String[] { "ExecutionId", });
     internal_static_interrupt_v1_KeepAliveResponse_descriptor =
-      getDescriptor().getMessageType(8);
+      getDescriptor().getMessageType(9);
     internal_static_interrupt_v1_KeepAliveResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_KeepAliveResponse_descriptor,
         new java.lang.String[] { "LeaseExpiresAt", });
     internal_static_interrupt_v1_GetExecutionRequest_descriptor =
-      getDescriptor().getMessageType(9);
+      getDescriptor().getMessageType(10);
     internal_static_interrupt_v1_GetExecutionRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_GetExecutionRequest_descriptor,
         new java.lang.String[] { "ExecutionId", });
     internal_static_interrupt_v1_GetExecutionResponse_descriptor =
-      getDescriptor().getMessageType(10);
+      getDescriptor().getMessageType(11);
     internal_static_interrupt_v1_GetExecutionResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_GetExecutionResponse_descriptor,
         new java.lang.String[] { "Execution", });
     internal_static_interrupt_v1_ListExecutionsRequest_descriptor =
-      getDescriptor().getMessageType(11);
+      getDescriptor().getMessageType(12);
     internal_static_interrupt_v1_ListExecutionsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ListExecutionsRequest_descriptor,
         new java.lang.String[] { "ContextId", "IncludeEnded", });
     internal_static_interrupt_v1_ListExecutionsResponse_descriptor =
-      getDescriptor().getMessageType(12);
+      getDescriptor().getMessageType(13);
     internal_static_interrupt_v1_ListExecutionsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ListExecutionsResponse_descriptor,
         new java.lang.String[] { "Executions", });
     internal_static_interrupt_v1_WatchExecutionRequest_descriptor =
-      getDescriptor().getMessageType(13);
+      getDescriptor().getMessageType(14);
     internal_static_interrupt_v1_WatchExecutionRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_WatchExecutionRequest_descriptor,
         new java.lang.String[] { "ExecutionId", "Hold", });
     internal_static_interrupt_v1_Execution_descriptor =
-      getDescriptor().getMessageType(14);
+      getDescriptor().getMessageType(15);
     internal_static_interrupt_v1_Execution_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_Execution_descriptor,
-        new java.lang.String[] { "ExecutionId", "Cancelled", "Reason", "TrippedAt", "Ended", "ParentExecutionId", "ContextId", "Detail", "BegunAt", "EndedAt", "Grace", "Budget", "LeaseTtl", "Labels", "AttachedTools", "GraceOverruns", "Holders", });
+        new java.lang.String[] { "ExecutionId", "Cancelled", "Reason", "TrippedAt", "Ended", "ParentExecutionId", "ContextId", "Detail", "BegunAt", "EndedAt", "Grace", "Budget", "LeaseTtl", "Labels", "AttachedTools", "GraceOverruns", "Holders", "SessionId", "TaskId", "RemoteParent", });
     internal_static_interrupt_v1_Execution_LabelsEntry_descriptor =
       internal_static_interrupt_v1_Execution_descriptor.getNestedType(0);
     internal_static_interrupt_v1_Execution_LabelsEntry_fieldAccessorTable = new
@@ -39852,151 +42980,151 @@ java.lang.String defaultValue) {
         internal_static_interrupt_v1_Execution_LabelsEntry_descriptor,
         new java.lang.String[] { "Key", "Value", });
     internal_static_interrupt_v1_ExecutionEvent_descriptor =
-      getDescriptor().getMessageType(15);
+      getDescriptor().getMessageType(16);
     internal_static_interrupt_v1_ExecutionEvent_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ExecutionEvent_descriptor,
         new java.lang.String[] { "ExecutionId", "OccurredAt", "Sequence", "Snapshot", "Tripped", "ToolAttached", "ToolUnwound", "GraceOverrun", "ProcessGroupSignalled", "ProcessGroupGone", "Ended", "ToolDetached", "TerminatorFailed", "Event", });
     internal_static_interrupt_v1_ExecutionTripped_descriptor =
-      getDescriptor().getMessageType(16);
+      getDescriptor().getMessageType(17);
     internal_static_interrupt_v1_ExecutionTripped_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ExecutionTripped_descriptor,
         new java.lang.String[] { "Reason", "Detail", "TrippedAt", "GraceDeadline", });
     internal_static_interrupt_v1_ToolAttached_descriptor =
-      getDescriptor().getMessageType(17);
+      getDescriptor().getMessageType(18);
     internal_static_interrupt_v1_ToolAttached_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ToolAttached_descriptor,
         new java.lang.String[] { "ToolId", "ToolName", "ToolCallId", "Behavior", "Pid", });
     internal_static_interrupt_v1_ToolUnwound_descriptor =
-      getDescriptor().getMessageType(18);
+      getDescriptor().getMessageType(19);
     internal_static_interrupt_v1_ToolUnwound_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ToolUnwound_descriptor,
         new java.lang.String[] { "ToolId", "ToolName", "Outcome", "Latency", "Behavior", });
     internal_static_interrupt_v1_ToolDetached_descriptor =
-      getDescriptor().getMessageType(19);
+      getDescriptor().getMessageType(20);
     internal_static_interrupt_v1_ToolDetached_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ToolDetached_descriptor,
         new java.lang.String[] { "ToolId", "ToolName", "Unwound", });
     internal_static_interrupt_v1_GraceOverrun_descriptor =
-      getDescriptor().getMessageType(20);
+      getDescriptor().getMessageType(21);
     internal_static_interrupt_v1_GraceOverrun_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_GraceOverrun_descriptor,
         new java.lang.String[] { "ToolId", "ToolName", "Behavior", "Grace", });
     internal_static_interrupt_v1_ProcessGroupSignalled_descriptor =
-      getDescriptor().getMessageType(21);
+      getDescriptor().getMessageType(22);
     internal_static_interrupt_v1_ProcessGroupSignalled_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ProcessGroupSignalled_descriptor,
         new java.lang.String[] { "ToolId", "TerminatorId", "Pgid", "Signal", "Escalation", });
     internal_static_interrupt_v1_ProcessGroupGone_descriptor =
-      getDescriptor().getMessageType(22);
+      getDescriptor().getMessageType(23);
     internal_static_interrupt_v1_ProcessGroupGone_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ProcessGroupGone_descriptor,
         new java.lang.String[] { "ToolId", "TerminatorId", "Pgid", "Latency", });
     internal_static_interrupt_v1_TerminatorFailed_descriptor =
-      getDescriptor().getMessageType(23);
+      getDescriptor().getMessageType(24);
     internal_static_interrupt_v1_TerminatorFailed_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_TerminatorFailed_descriptor,
         new java.lang.String[] { "ToolId", "TerminatorId", "Message", });
     internal_static_interrupt_v1_ExecutionEnded_descriptor =
-      getDescriptor().getMessageType(24);
+      getDescriptor().getMessageType(25);
     internal_static_interrupt_v1_ExecutionEnded_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ExecutionEnded_descriptor,
         new java.lang.String[] { "EndedAt", });
     internal_static_interrupt_v1_ToolMessage_descriptor =
-      getDescriptor().getMessageType(25);
+      getDescriptor().getMessageType(26);
     internal_static_interrupt_v1_ToolMessage_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ToolMessage_descriptor,
         new java.lang.String[] { "Hello", "RegisterTerminator", "UnregisterTerminator", "Unwound", "TerminatorResult", "Message", });
     internal_static_interrupt_v1_Hello_descriptor =
-      getDescriptor().getMessageType(26);
+      getDescriptor().getMessageType(27);
     internal_static_interrupt_v1_Hello_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_Hello_descriptor,
         new java.lang.String[] { "AttachToken", "ToolName", "ToolCallId", "Behavior", "Pid", });
     internal_static_interrupt_v1_RegisterTerminator_descriptor =
-      getDescriptor().getMessageType(27);
+      getDescriptor().getMessageType(28);
     internal_static_interrupt_v1_RegisterTerminator_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_RegisterTerminator_descriptor,
         new java.lang.String[] { "TerminatorId", "Callback", "ProcessGroup", "Kind", });
     internal_static_interrupt_v1_CallbackTerminator_descriptor =
-      getDescriptor().getMessageType(28);
+      getDescriptor().getMessageType(29);
     internal_static_interrupt_v1_CallbackTerminator_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_CallbackTerminator_descriptor,
         new java.lang.String[] { });
     internal_static_interrupt_v1_ProcessGroupTerminator_descriptor =
-      getDescriptor().getMessageType(29);
+      getDescriptor().getMessageType(30);
     internal_static_interrupt_v1_ProcessGroupTerminator_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ProcessGroupTerminator_descriptor,
         new java.lang.String[] { "Pgid", "Signal", "KillAfter", });
     internal_static_interrupt_v1_UnregisterTerminator_descriptor =
-      getDescriptor().getMessageType(30);
+      getDescriptor().getMessageType(31);
     internal_static_interrupt_v1_UnregisterTerminator_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_UnregisterTerminator_descriptor,
         new java.lang.String[] { "TerminatorId", });
     internal_static_interrupt_v1_Unwound_descriptor =
-      getDescriptor().getMessageType(31);
+      getDescriptor().getMessageType(32);
     internal_static_interrupt_v1_Unwound_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_Unwound_descriptor,
         new java.lang.String[] { "Outcome", "Detail", });
     internal_static_interrupt_v1_TerminatorResult_descriptor =
-      getDescriptor().getMessageType(32);
+      getDescriptor().getMessageType(33);
     internal_static_interrupt_v1_TerminatorResult_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_TerminatorResult_descriptor,
         new java.lang.String[] { "TerminatorId", "Error", });
     internal_static_interrupt_v1_SidecarMessage_descriptor =
-      getDescriptor().getMessageType(33);
+      getDescriptor().getMessageType(34);
     internal_static_interrupt_v1_SidecarMessage_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_SidecarMessage_descriptor,
         new java.lang.String[] { "Attached", "Cancel", "RunTerminator", "TerminatorRegistered", "Error", "TerminatorUnregistered", "Message", });
     internal_static_interrupt_v1_Attached_descriptor =
-      getDescriptor().getMessageType(34);
+      getDescriptor().getMessageType(35);
     internal_static_interrupt_v1_Attached_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_Attached_descriptor,
         new java.lang.String[] { "ExecutionId", "Cancelled", "Reason", "ToolId", "Grace", });
     internal_static_interrupt_v1_Cancel_descriptor =
-      getDescriptor().getMessageType(35);
+      getDescriptor().getMessageType(36);
     internal_static_interrupt_v1_Cancel_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_Cancel_descriptor,
         new java.lang.String[] { "Reason", "Detail", "TrippedAt", "GraceDeadline", });
     internal_static_interrupt_v1_RunTerminator_descriptor =
-      getDescriptor().getMessageType(36);
+      getDescriptor().getMessageType(37);
     internal_static_interrupt_v1_RunTerminator_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_RunTerminator_descriptor,
         new java.lang.String[] { "TerminatorId", });
     internal_static_interrupt_v1_TerminatorRegistered_descriptor =
-      getDescriptor().getMessageType(37);
+      getDescriptor().getMessageType(38);
     internal_static_interrupt_v1_TerminatorRegistered_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_TerminatorRegistered_descriptor,
         new java.lang.String[] { "TerminatorId", });
     internal_static_interrupt_v1_TerminatorUnregistered_descriptor =
-      getDescriptor().getMessageType(38);
+      getDescriptor().getMessageType(39);
     internal_static_interrupt_v1_TerminatorUnregistered_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_TerminatorUnregistered_descriptor,
         new java.lang.String[] { "TerminatorId", });
     internal_static_interrupt_v1_ChannelError_descriptor =
-      getDescriptor().getMessageType(39);
+      getDescriptor().getMessageType(40);
     internal_static_interrupt_v1_ChannelError_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ChannelError_descriptor,
