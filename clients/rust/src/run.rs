@@ -1,0 +1,856 @@
+//! The tool side: attach to an execution, watch its token, register terminators, unwind.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{self, resolve_address, resolve_token};
+use crate::error::{Details, Error, Result};
+use crate::proto;
+use crate::proto::tool_message::Message as Outbound;
+use crate::stream::{Answer, Sink, ToolStream};
+use crate::types::{self, Cancellation, InterruptBehavior, InterruptReason, ToolOutcome};
+
+/// How long `close` waits for the daemon to end the stream after the tool's `unwound`.
+const UNWIND_TIMEOUT: Duration = Duration::from_secs(2);
+/// A callback terminator still running after this no longer holds up the next one.
+const SEQUENTIAL_WINDOW: Duration = Duration::from_millis(250);
+/// The default timeout of the attach and of each registrar request.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How to attach: the behaviour, the tool's identity, and (optionally) where the daemon is.
+///
+/// ```
+/// use interrupt_sidecar_client::{AttachOptions, InterruptBehavior};
+/// let options = AttachOptions::new(InterruptBehavior::Cooperative).tool_name("grep");
+/// ```
+#[derive(Clone, Debug)]
+#[must_use]
+pub struct AttachOptions {
+    behavior: InterruptBehavior,
+    tool_name: String,
+    tool_call_id: String,
+    address: Option<String>,
+    token: Option<String>,
+    pid: Option<i32>,
+    timeout: Option<Duration>,
+}
+
+impl Default for AttachOptions {
+    fn default() -> Self {
+        Self::new(InterruptBehavior::default())
+    }
+}
+
+impl AttachOptions {
+    /// Options for a tool of the given behaviour; everything else from the environment.
+    pub fn new(behavior: InterruptBehavior) -> Self {
+        Self {
+            behavior,
+            tool_name: String::new(),
+            tool_call_id: String::new(),
+            address: None,
+            token: None,
+            pid: None,
+            timeout: Some(DEFAULT_TIMEOUT),
+        }
+    }
+
+    /// The tool's name, for the daemon's events and metrics.
+    pub fn tool_name(mut self, name: impl Into<String>) -> Self {
+        self.tool_name = name.into();
+        self
+    }
+
+    /// The agent's id for this tool call, for observation.
+    pub fn tool_call_id(mut self, id: impl Into<String>) -> Self {
+        self.tool_call_id = id.into();
+        self
+    }
+
+    /// The daemon's address (`unix:///abs/path.sock` or `HOST:PORT`); default:
+    /// `INTERRUPT_SIDECAR_ADDRESS`, else the daemon's default socket.
+    pub fn address(mut self, address: impl Into<String>) -> Self {
+        self.address = Some(address.into());
+        self
+    }
+
+    /// The attach token; default: `INTERRUPT_SIDECAR_TOKEN`. Without either the run is a
+    /// no-op. An explicit empty token is sent as is (and refused: UNAUTHENTICATED).
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// The pid reported in hello (default: this process's).
+    pub fn pid(mut self, pid: i32) -> Self {
+        self.pid = Some(pid);
+        self
+    }
+
+    /// How long the attach, and each terminator request, may wait for the daemon (default 10 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Wait for the daemon without a time limit.
+    pub fn no_timeout(mut self) -> Self {
+        self.timeout = None;
+        self
+    }
+}
+
+/// Attaches this tool run to its execution.
+///
+/// Without an attach token (`INTERRUPT_SIDECAR_TOKEN` unset and none in `options`) the run
+/// is a **no-op**: its token never trips, registrations that the behaviour allows succeed
+/// and never run, and the tool runs unchanged outside an agent.
+///
+/// # Errors
+///
+/// [`Error::Unauthenticated`], [`Error::InvalidArgument`], [`Error::NotFound`] or
+/// [`Error::PermissionDenied`] when the daemon refuses the token; [`Error::Unavailable`]
+/// when it cannot be reached; [`Error::DeadlineExceeded`] when it does not answer in time.
+pub async fn attach(options: AttachOptions) -> Result<Run> {
+    let Some(token) = resolve_token(options.token.as_deref()) else {
+        return Ok(Run::noop(options.behavior));
+    };
+    let address = resolve_address(options.address.as_deref());
+    let channel = config::connect(&address, options.timeout).await?;
+    let hello = proto::Hello {
+        attach_token: token,
+        tool_name: options.tool_name,
+        tool_call_id: options.tool_call_id,
+        behavior: options.behavior.to_proto() as i32,
+        pid: options.pid.unwrap_or_else(|| std::process::id() as i32),
+    };
+    let behavior = options.behavior;
+    let (stream, handshake) = ToolStream::open(
+        channel,
+        &address,
+        hello,
+        options.timeout,
+        behavior.receives_cancel(),
+    )
+    .await?;
+    let attached = handshake.attached.clone();
+    let inner = Arc::new(Inner::new(behavior, Some(stream.clone())));
+    if let Some(cancellation) = handshake.cancel.clone() {
+        inner.trip(cancellation);
+    } else if attached.cancelled {
+        // A NON_INTERRUPTIBLE tool is never sent the cancel, but sees the state it attached in.
+        inner.trip(Cancellation {
+            reason: InterruptReason::from_wire(attached.reason)
+                .unwrap_or(InterruptReason::UserSigint),
+            detail: String::new(),
+            tripped_at: None,
+            grace_deadline: None,
+        });
+    }
+    let (queue, queued) = mpsc::unbounded_channel();
+    let runner = tokio::spawn(run_terminators(inner.clone(), stream.clone(), queued));
+    let sink = Arc::new(Dispatch {
+        inner: inner.clone(),
+        queue,
+    });
+    let reader = tokio::spawn(stream.read_loop(handshake, sink));
+    Ok(Run {
+        inner,
+        reader: Some(reader),
+        runner: Some(runner),
+        attachment: Some(Attachment {
+            address,
+            execution_id: attached.execution_id,
+            tool_id: attached.tool_id,
+            grace: types::duration(attached.grace),
+        }),
+    })
+}
+
+/// What kind of terminator a [`Terminator`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TerminatorKind {
+    /// A callback the client runs when the daemon sends `run_terminator`.
+    Callback,
+    /// A process group the daemon signals itself.
+    ProcessGroup,
+}
+
+/// A registered terminator.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Terminator {
+    id: String,
+    kind: TerminatorKind,
+    pgid: Option<i32>,
+}
+
+impl Terminator {
+    /// The id the tool chose (unique among its live terminators).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Callback or process group.
+    pub fn kind(&self) -> TerminatorKind {
+        self.kind
+    }
+
+    /// The process group, for a process-group terminator.
+    pub fn pgid(&self) -> Option<i32> {
+        self.pgid
+    }
+}
+
+/// How the daemon kills a registered process group.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[must_use]
+pub struct ProcessGroupOptions {
+    signal: Option<i32>,
+    kill_after: Option<Duration>,
+}
+
+impl ProcessGroupOptions {
+    /// The signal sent at the trip (default SIGTERM); SIGKILL follows after `kill_after`.
+    pub fn signal(mut self, signal: i32) -> Self {
+        self.signal = Some(signal);
+        self
+    }
+
+    /// How long after the first signal SIGKILL follows (default: the execution's grace).
+    pub fn kill_after(mut self, kill_after: Duration) -> Self {
+        self.kill_after = Some(kill_after);
+        self
+    }
+}
+
+type Callback = Box<dyn FnOnce() + Send + 'static>;
+
+#[derive(Default)]
+struct Registry {
+    closed: bool,
+    /// Live terminators in registration order (the order the daemon runs them in).
+    live: Vec<Terminator>,
+    callbacks: HashMap<String, Callback>,
+}
+
+/// The state a run shares with its reader, its terminator runner and its children.
+pub(crate) struct Inner {
+    behavior: InterruptBehavior,
+    token: CancellationToken,
+    cancellation: OnceLock<Cancellation>,
+    stream: Option<Arc<ToolStream>>,
+    registry: Mutex<Registry>,
+    unwound: AtomicBool,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inner")
+            .field("behavior", &self.behavior)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Inner {
+    fn new(behavior: InterruptBehavior, stream: Option<Arc<ToolStream>>) -> Self {
+        Self {
+            behavior,
+            token: CancellationToken::new(),
+            cancellation: OnceLock::new(),
+            stream,
+            registry: Mutex::new(Registry::default()),
+            unwound: AtomicBool::new(false),
+        }
+    }
+
+    fn registry(&self) -> MutexGuard<'_, Registry> {
+        self.registry
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Single-shot: the first cancellation is kept, the token cancelled once, after it is set.
+    fn trip(&self, cancellation: Cancellation) {
+        if self.cancellation.set(cancellation).is_ok() {
+            self.token.cancel();
+        }
+    }
+
+    fn check(&self, kind: TerminatorKind) -> Result<()> {
+        if self.registry().closed {
+            return Err(Error::FailedPrecondition(Details::new(
+                "the terminator registrar is closed (the tool's run has unwound); \
+                 terminators can only be registered during the run",
+            )));
+        }
+        match kind {
+            TerminatorKind::ProcessGroup if !self.behavior.may_register_process_groups() => {
+                Err(Error::FailedPrecondition(Details::new(format!(
+                    "the tool declared {}: only EXTERNALLY_TERMINATED tools may register process-group terminators",
+                    self.behavior
+                ))))
+            }
+            TerminatorKind::Callback if !self.behavior.may_register_callbacks() => {
+                Err(Error::FailedPrecondition(Details::new(format!(
+                    "the tool declared {}: only THREAD_INTERRUPT and EXTERNALLY_TERMINATED tools may register terminators",
+                    self.behavior
+                ))))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Records the terminator locally, then asks the daemon; undone if the daemon refuses.
+    async fn add(
+        &self,
+        terminator: Terminator,
+        callback: Option<Callback>,
+        kind: proto::register_terminator::Kind,
+    ) -> Result<Terminator> {
+        self.check(terminator.kind)?;
+        let id = terminator.id.clone();
+        {
+            let mut registry = self.registry();
+            if id.is_empty() {
+                return Err(Error::InvalidArgument(Details::new(
+                    "a terminator id cannot be empty",
+                )));
+            }
+            if registry.live.iter().any(|t| t.id == id) {
+                return Err(Error::AlreadyExists(Details::for_terminator(
+                    format!("terminator {id:?} is already registered"),
+                    &id,
+                )));
+            }
+            registry.live.push(terminator.clone());
+            // In first: the daemon may send run_terminator (registration after the trip)
+            // right after it acknowledges the registration.
+            if let Some(callback) = callback {
+                registry.callbacks.insert(id.clone(), callback);
+            }
+        }
+        let Some(stream) = &self.stream else {
+            return Ok(terminator); // no-op mode: accepted, never run
+        };
+        let request = proto::RegisterTerminator {
+            terminator_id: id.clone(),
+            kind: Some(kind),
+        };
+        match stream
+            .request(
+                Outbound::RegisterTerminator(request),
+                &id,
+                Answer::Registered,
+            )
+            .await
+        {
+            Ok(()) => Ok(terminator),
+            Err(error) => {
+                let mut registry = self.registry();
+                registry.live.retain(|t| t.id != id);
+                registry.callbacks.remove(&id);
+                Err(error)
+            }
+        }
+    }
+
+    async fn unregister(&self, terminator_id: &str) -> Result<()> {
+        {
+            let mut registry = self.registry();
+            if registry.closed {
+                return Ok(());
+            }
+            registry.live.retain(|t| t.id != terminator_id);
+            registry.callbacks.remove(terminator_id);
+        }
+        match &self.stream {
+            Some(stream) => {
+                let request = proto::UnregisterTerminator {
+                    terminator_id: terminator_id.to_owned(),
+                };
+                stream
+                    .request(
+                        Outbound::UnregisterTerminator(request),
+                        terminator_id,
+                        Answer::Unregistered,
+                    )
+                    .await
+            }
+            None => Ok(()),
+        }
+    }
+
+    pub(crate) async fn register_process_group(
+        &self,
+        terminator_id: String,
+        pgid: i32,
+        options: ProcessGroupOptions,
+    ) -> Result<Terminator> {
+        self.check(TerminatorKind::ProcessGroup)?;
+        if pgid <= 1 {
+            return Err(Error::InvalidArgument(Details::for_terminator(
+                format!(
+                    "process group {pgid} cannot be a terminator: a pgid must be greater than 1"
+                ),
+                &terminator_id,
+            )));
+        }
+        if self.stream.is_none() {
+            crate::process::check_local_group(pgid)?;
+        }
+        let kind = proto::register_terminator::Kind::ProcessGroup(proto::ProcessGroupTerminator {
+            pgid,
+            signal: options.signal.unwrap_or(0),
+            kill_after: options
+                .kill_after
+                .and_then(|d| prost_types::Duration::try_from(d).ok()),
+        });
+        let terminator = Terminator {
+            id: terminator_id,
+            kind: TerminatorKind::ProcessGroup,
+            pgid: Some(pgid),
+        };
+        self.add(terminator, None, kind).await
+    }
+
+    pub(crate) async fn unregister_quietly(&self, terminator_id: &str) {
+        if let Err(error) = self.unregister(terminator_id).await {
+            tracing::debug!("unregistering {terminator_id:?}: {error}");
+        }
+    }
+
+    pub(crate) fn may_register_process_groups(&self) -> Result<()> {
+        self.check(TerminatorKind::ProcessGroup)
+    }
+}
+
+/// The reader's view of the run.
+struct Dispatch {
+    inner: Arc<Inner>,
+    queue: mpsc::UnboundedSender<String>,
+}
+
+impl Sink for Dispatch {
+    fn cancel(&self, cancellation: Cancellation) {
+        self.inner.trip(cancellation);
+    }
+
+    fn run_terminator(&self, terminator_id: String) {
+        let _ = self.queue.send(terminator_id);
+    }
+}
+
+/// Runs callback terminators one after another, in the order the daemon asks, each on the
+/// blocking pool; one still running after [`SEQUENTIAL_WINDOW`] no longer holds up the next.
+/// Ends when the reader has ended and every request has started.
+async fn run_terminators(
+    inner: Arc<Inner>,
+    stream: Arc<ToolStream>,
+    mut queued: mpsc::UnboundedReceiver<String>,
+) {
+    while let Some(terminator_id) = queued.recv().await {
+        let callback = inner.registry().callbacks.remove(&terminator_id);
+        let stream = stream.clone();
+        let report = tokio::spawn(async move {
+            let error = match callback {
+                None => format!("terminator {terminator_id:?} is not registered by this tool"),
+                Some(callback) => match tokio::task::spawn_blocking(callback).await {
+                    Ok(()) => String::new(),
+                    Err(failure) => {
+                        let error = panic_text(failure);
+                        tracing::warn!("terminator {terminator_id:?} failed: {error}");
+                        error
+                    }
+                },
+            };
+            let result = proto::TerminatorResult {
+                terminator_id,
+                error,
+            };
+            if let Err(error) = stream.write(Outbound::TerminatorResult(result)).await {
+                tracing::debug!("could not report a terminator result: {error}");
+            }
+        });
+        let _ = tokio::time::timeout(SEQUENTIAL_WINDOW, report).await;
+    }
+}
+
+fn panic_text(failure: tokio::task::JoinError) -> String {
+    if !failure.is_panic() {
+        return failure.to_string();
+    }
+    let payload = failure.into_panic();
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        format!("panicked: {text}")
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        format!("panicked: {text}")
+    } else {
+        "panicked".to_owned()
+    }
+}
+
+struct Attachment {
+    address: String,
+    execution_id: String,
+    tool_id: String,
+    grace: Option<Duration>,
+}
+
+/// One tool run attached to an execution (or running without a sidecar: no-op mode).
+///
+/// Watch [`token`](Self::token) (a [`CancellationToken`] cancelled at the trip), register
+/// terminators, and end the run with [`unwound`](Self::unwound) and [`close`](Self::close).
+/// Dropping a run without closing it drops the stream (the daemon sees the tool detach
+/// without `unwound`).
+pub struct Run {
+    inner: Arc<Inner>,
+    reader: Option<JoinHandle<()>>,
+    runner: Option<JoinHandle<()>>,
+    attachment: Option<Attachment>,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Run")
+            .field("behavior", &self.inner.behavior)
+            .field("execution_id", &self.execution_id())
+            .field("cancellation", &self.cancellation())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Run {
+    fn noop(behavior: InterruptBehavior) -> Self {
+        Self {
+            inner: Arc::new(Inner::new(behavior, None)),
+            reader: None,
+            runner: None,
+            attachment: None,
+        }
+    }
+
+    /// A token cancelled the moment the execution trips (never, in no-op mode).
+    ///
+    /// It is a child of the run's own token: cancelling it yourself affects only it.
+    /// The reason is set before the token is cancelled, so [`reason`](Self::reason) is
+    /// known to whoever sees the token cancelled.
+    pub fn token(&self) -> CancellationToken {
+        self.inner.token.child_token()
+    }
+
+    /// True once the execution tripped.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancellation.get().is_some()
+    }
+
+    /// The reason the execution tripped with (the first one), `None` while it has not.
+    pub fn reason(&self) -> Option<InterruptReason> {
+        self.inner.cancellation.get().map(|c| c.reason)
+    }
+
+    /// The full cancellation (reason, detail, trip time, grace deadline), `None` while untripped.
+    pub fn cancellation(&self) -> Option<Cancellation> {
+        self.inner.cancellation.get().cloned()
+    }
+
+    /// Waits for the trip and returns the cancellation (forever, in no-op mode).
+    pub async fn cancelled(&self) -> Cancellation {
+        self.inner.token.cancelled().await;
+        self.cancellation()
+            .expect("set before the token is cancelled")
+    }
+
+    /// Runs `future` until it completes or the execution trips, whichever comes first; at
+    /// the trip the future is dropped (Rust's way of interrupting async work) and the
+    /// cancellation returned. This is what THREAD_INTERRUPT means for a Rust worker.
+    pub async fn interruptible<F: Future>(
+        &self,
+        future: F,
+    ) -> std::result::Result<F::Output, Cancellation> {
+        tokio::select! {
+            biased;
+            cancellation = self.cancelled() => Err(cancellation),
+            output = future => Ok(output),
+        }
+    }
+
+    /// Registers a callback terminator, run once when the execution trips (at once if it
+    /// has already). Returns when the daemon has acknowledged it.
+    ///
+    /// THREAD_INTERRUPT and EXTERNALLY_TERMINATED tools only. The callback runs on tokio's
+    /// blocking pool; terminators run in registration order, and one still running after
+    /// 250 ms no longer holds up the next. A panic is reported to the daemon as a failure.
+    /// It should be idempotent and quick.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::FailedPrecondition`] (behaviour, or the run has unwound — checked here and
+    /// by the daemon), [`Error::AlreadyExists`] (a live terminator has that id),
+    /// [`Error::InvalidArgument`] (empty id), [`Error::ConnectionLost`] (the daemon is
+    /// gone), [`Error::DeadlineExceeded`].
+    pub async fn register_terminator<F>(
+        &self,
+        terminator_id: impl Into<String>,
+        callback: F,
+    ) -> Result<Terminator>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let terminator = Terminator {
+            id: terminator_id.into(),
+            kind: TerminatorKind::Callback,
+            pgid: None,
+        };
+        let kind = proto::register_terminator::Kind::Callback(proto::CallbackTerminator {});
+        self.inner
+            .add(terminator, Some(Box::new(callback)), kind)
+            .await
+    }
+
+    /// Registers a process group the daemon signals itself at the trip (EXTERNALLY_TERMINATED
+    /// only): `signal` (SIGTERM) to the whole group, SIGKILL after `kill_after` (the grace).
+    ///
+    /// Prefer [`spawn`](Self::spawn), which starts the child in a group of its own.
+    ///
+    /// # Errors
+    ///
+    /// As [`register_terminator`](Self::register_terminator), plus [`Error::InvalidArgument`]
+    /// for pgid ≤ 1 or a group the daemon may not kill, [`Error::NotFound`] for no such group.
+    pub async fn register_process_group(
+        &self,
+        terminator_id: impl Into<String>,
+        pgid: i32,
+        options: ProcessGroupOptions,
+    ) -> Result<Terminator> {
+        self.inner
+            .register_process_group(terminator_id.into(), pgid, options)
+            .await
+    }
+
+    /// Unregisters a terminator so it no longer runs. Idempotent; a no-op once unwound.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ConnectionLost`] when the daemon is gone, [`Error::DeadlineExceeded`].
+    pub async fn unregister_terminator(&self, terminator_id: &str) -> Result<()> {
+        self.inner.unregister(terminator_id).await
+    }
+
+    /// The live terminators, in registration order.
+    pub fn terminators(&self) -> Vec<Terminator> {
+        self.inner.registry().live.clone()
+    }
+
+    /// Reports the run's end to the daemon with `outcome`, keeping the stream open:
+    /// later registrations are refused (FAILED_PRECONDITION), callbacks the daemon asked
+    /// for before it read this still run. Idempotent. Call [`close`](Self::close) after.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ConnectionLost`] when the daemon is gone (the run is over anyway).
+    pub async fn unwound(&self, outcome: ToolOutcome) -> Result<()> {
+        self.unwound_with_detail(outcome, "").await
+    }
+
+    /// [`unwound`](Self::unwound) with a free-text detail for the daemon's events.
+    ///
+    /// # Errors
+    ///
+    /// As [`unwound`](Self::unwound).
+    pub async fn unwound_with_detail(
+        &self,
+        outcome: ToolOutcome,
+        detail: impl Into<String>,
+    ) -> Result<()> {
+        if self.inner.unwound.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        {
+            let mut registry = self.inner.registry();
+            registry.closed = true;
+            registry.live.clear();
+        }
+        let Some(stream) = &self.inner.stream else {
+            return Ok(());
+        };
+        stream.set_finishing();
+        let unwound = proto::Unwound {
+            outcome: outcome.to_proto() as i32,
+            detail: detail.into(),
+        };
+        stream.write(Outbound::Unwound(unwound)).await
+    }
+
+    /// True once the run has been reported unwound.
+    pub fn is_unwound(&self) -> bool {
+        self.inner.unwound.load(Ordering::SeqCst)
+    }
+
+    /// Ends the run: reports `unwound` if not done yet (INTERRUPTED when the run was sent
+    /// the cancel, else COMPLETED), half-closes the stream, gives the daemon 2 s to end it,
+    /// then drops it. Errors of a dead stream are ignored.
+    pub async fn close(mut self) {
+        if !self.is_unwound() {
+            let outcome = if self.is_cancelled() && self.inner.behavior.receives_cancel() {
+                ToolOutcome::Interrupted
+            } else {
+                ToolOutcome::Completed
+            };
+            if let Err(error) = self.unwound(outcome).await {
+                tracing::debug!("could not report unwound: {error}");
+            }
+        }
+        if let Some(stream) = &self.inner.stream {
+            stream.finish(UNWIND_TIMEOUT).await;
+        }
+        if let Some(reader) = self.reader.take() {
+            reader.abort();
+            let _ = reader.await;
+        }
+        // The reader is gone, so the queue is closed: the runner starts what was asked and ends.
+        if let Some(runner) = self.runner.take() {
+            let _ = tokio::time::timeout(UNWIND_TIMEOUT, runner).await;
+        }
+        self.inner.registry().callbacks.clear();
+    }
+
+    /// The behaviour the tool declared.
+    pub fn behavior(&self) -> InterruptBehavior {
+        self.inner.behavior
+    }
+
+    /// True when attached to a daemon; false in no-op mode.
+    pub fn is_attached(&self) -> bool {
+        self.attachment.is_some()
+    }
+
+    /// True once the daemon ended the tool's stream (or the connection broke).
+    pub fn is_disconnected(&self) -> bool {
+        self.inner.stream.as_ref().is_some_and(|s| s.ended())
+    }
+
+    /// The daemon's address, when attached.
+    pub fn address(&self) -> Option<&str> {
+        self.attachment.as_ref().map(|a| a.address.as_str())
+    }
+
+    /// The execution attached to, when attached.
+    pub fn execution_id(&self) -> Option<&str> {
+        self.attachment.as_ref().map(|a| a.execution_id.as_str())
+    }
+
+    /// The id the daemon gave this tool run, when attached.
+    pub fn tool_id(&self) -> Option<&str> {
+        self.attachment.as_ref().map(|a| a.tool_id.as_str())
+    }
+
+    /// How long after the trip the tool has to unwind before it is a grace overrun.
+    pub fn grace(&self) -> Option<Duration> {
+        self.attachment.as_ref().and_then(|a| a.grace)
+    }
+
+    pub(crate) fn inner(&self) -> Arc<Inner> {
+        self.inner.clone()
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        // Children (ManagedChild) may keep the shared state alive: end the stream anyway.
+        if let Some(stream) = &self.inner.stream {
+            stream.close_writes();
+        }
+        if let Some(reader) = self.reader.take() {
+            reader.abort();
+        }
+        if let Some(runner) = self.runner.take() {
+            runner.abort();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noop(behavior: InterruptBehavior) -> Run {
+        Run::noop(behavior)
+    }
+
+    #[tokio::test]
+    async fn without_a_token_the_run_is_a_noop() {
+        let run = noop(InterruptBehavior::ThreadInterrupt);
+        assert!(!run.is_attached());
+        assert!(!run.is_cancelled());
+        assert!(!run.token().is_cancelled());
+        let terminator = run
+            .register_terminator("t", || panic!("never runs"))
+            .await
+            .unwrap();
+        assert_eq!(run.terminators(), vec![terminator]);
+        let duplicate = run.register_terminator("t", || ()).await.unwrap_err();
+        assert!(matches!(duplicate, Error::AlreadyExists(_)));
+        run.unregister_terminator("t").await.unwrap();
+        run.unregister_terminator("t").await.unwrap();
+        let blocked = run.interruptible(async { 7 }).await;
+        assert_eq!(blocked, Ok(7));
+        run.unwound(ToolOutcome::Completed).await.unwrap();
+        let late = run.register_terminator("late", || ()).await.unwrap_err();
+        assert_eq!(late.code_name(), "FAILED_PRECONDITION");
+        run.close().await;
+    }
+
+    #[tokio::test]
+    async fn behaviours_limit_what_may_be_registered() {
+        let run = noop(InterruptBehavior::NonInterruptible);
+        let error = run.register_terminator("refused", || ()).await.unwrap_err();
+        assert!(matches!(error, Error::FailedPrecondition(_)), "{error}");
+        let run = noop(InterruptBehavior::Cooperative);
+        assert!(run.register_terminator("refused", || ()).await.is_err());
+        let run = noop(InterruptBehavior::ThreadInterrupt);
+        let error = run
+            .register_process_group("group", 1234, ProcessGroupOptions::default())
+            .await
+            .unwrap_err();
+        assert!(matches!(error, Error::FailedPrecondition(_)), "{error}");
+        let run = noop(InterruptBehavior::ExternallyTerminated);
+        let error = run
+            .register_process_group("group", 1, ProcessGroupOptions::default())
+            .await
+            .unwrap_err();
+        assert!(matches!(error, Error::InvalidArgument(_)), "{error}");
+        let error = run.register_terminator("", || ()).await.unwrap_err();
+        assert!(matches!(error, Error::InvalidArgument(_)), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_trip_is_single_shot_and_sets_the_reason_first() {
+        let run = noop(InterruptBehavior::Cooperative);
+        let token = run.token();
+        let inner = run.inner();
+        let watcher = tokio::spawn(async move {
+            token.cancelled().await;
+            inner.cancellation.get().map(|c| c.reason)
+        });
+        let cancellation = |reason| Cancellation {
+            reason,
+            detail: String::new(),
+            tripped_at: None,
+            grace_deadline: None,
+        };
+        run.inner.trip(cancellation(InterruptReason::UserSigint));
+        run.inner
+            .trip(cancellation(InterruptReason::NowPriorityInput));
+        assert_eq!(watcher.await.unwrap(), Some(InterruptReason::UserSigint));
+        assert_eq!(run.reason(), Some(InterruptReason::UserSigint));
+        let interrupted = run.interruptible(std::future::pending::<()>()).await;
+        assert_eq!(interrupted.unwrap_err().reason, InterruptReason::UserSigint);
+    }
+}
