@@ -24,6 +24,7 @@ member and signals each escaped descendant individually, through a pidfd pinned 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal as signal_module
 from dataclasses import dataclass, field
@@ -32,6 +33,9 @@ from sidecar.errors import FailedPrecondition, InvalidArgument, NotFound, Permis
 from sidecar.osedge import procfs
 
 _VALID_SIGNALS = frozenset(int(s) for s in signal_module.valid_signals())
+#: At most this many survey → SIGSTOP rounds before signalling (each round stops what the
+#: previous one found; a frozen tree needs two).
+_FREEZE_ROUNDS = 20
 #: Signals after which a stopped process could not act without SIGCONT (systemd does the same).
 _NO_CONT_AFTER = frozenset({int(signal_module.SIGKILL), int(signal_module.SIGCONT), int(signal_module.SIGSTOP)})
 
@@ -211,7 +215,7 @@ class ProcessGroups:
         and to every escaped descendant. Raises ``FailedPrecondition`` (cause
         ``identity_changed``) and sends nothing to the group when its pgid was recycled."""
         identity = tree.identity
-        members, escaped, same = tree._survey()
+        members, escaped, same = self._freeze(tree)
         status = TreeStatus(members=len(members), escaped=len(escaped))
         # Escaped descendants are pinned one by one, so they are signalled even when the
         # group's pgid was recycled.
@@ -236,6 +240,34 @@ class ProcessGroups:
             except ProcessLookupError:
                 status.members = 0
         return status
+
+    @staticmethod
+    def _freeze(tree: ProcessTree) -> tuple[list[procfs.ProcStat], list[procfs.ProcStat], bool]:
+        """SIGSTOP the whole tree before signalling it; returns the final survey.
+
+        Why: a tree that forks faster than a scan-then-signal pass (a fork loop whose
+        children call setsid) would leave children born after the scan, and once their
+        parent is killed they are re-parented to init, out of reach of any later scan.
+        Stopped processes cannot fork, so survey → stop what is new → survey again
+        converges; the real signal (then SIGCONT) follows. SIGSTOP cannot be caught.
+        """
+        stop = int(signal_module.SIGSTOP)
+        members, escaped, same = tree._survey()
+        stopped: set[int] = set()
+        for _ in range(_FREEZE_ROUNDS):
+            if same and members:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(tree.identity.pgid, stop)
+                stopped.update(member.pid for member in members)
+            for process in escaped:
+                if process.pid not in stopped:
+                    procfs.signal_process(process.pid, process.start, stop)
+                    stopped.add(process.pid)
+            members, escaped, same = tree._survey()
+            # Converged when the survey after the stops finds nobody who was not stopped.
+            if all(process.pid in stopped for process in (*members, *escaped)):
+                break
+        return members, escaped, same
 
     @staticmethod
     def alive(pgid: int) -> bool:
