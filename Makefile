@@ -67,6 +67,9 @@ typecheck: install-test
 clients: install-test
 	$(BIN)/python scripts/build_clients.py --check
 
+# Everything, slow tests included (a bare `pytest` skips those marked slow).
+PYTEST_ARGS ?= -m "slow or not slow"
+
 pytest: install-test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
