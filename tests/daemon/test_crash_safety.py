@@ -78,6 +78,25 @@ def new_sleeper(made: list[Sleeper]) -> Sleeper:
     return sleeper
 
 
+def new_stubborn(made: list[Sleeper]) -> subprocess.Popen[bytes]:
+    """A process leading its own group that ignores SIGTERM (only SIGKILL ends it), once ready."""
+    stubborn = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); "
+            "time.sleep(300)",
+        ],
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+    )
+    made.append(Sleeper(stubborn))
+    assert stubborn.stdout is not None
+    assert stubborn.stdout.readline() == b"ready\n"  # SIGTERM is ignored from here on
+    stubborn.stdout.close()
+    return stubborn
+
+
 @pytest.fixture
 def state_dir() -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="isd-st-", dir="/tmp") as directory:
@@ -229,20 +248,7 @@ async def test_a_trip_survives_a_crash_and_the_restart_kills_its_groups(
     running: Daemon, sleepers: list[Sleeper]
 ) -> None:
     # SIGTERM ignored and a long grace: when the daemon dies the group is still alive.
-    stubborn = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); "
-            "time.sleep(300)",
-        ],
-        start_new_session=True,
-        stdout=subprocess.PIPE,
-    )
-    sleepers.append(Sleeper(stubborn))
-    assert stubborn.stdout is not None
-    assert stubborn.stdout.readline() == b"ready\n"  # SIGTERM is ignored from here on
-    stubborn.stdout.close()
+    stubborn = new_stubborn(sleepers)
     from google.protobuf.duration_pb2 import Duration
 
     begun = await running.begin(grace=Duration(seconds=1))
@@ -380,20 +386,7 @@ async def test_sigterm_with_a_stubborn_tool_exits_0_within_grace_plus_one_second
 ) -> None:
     from google.protobuf.duration_pb2 import Duration
 
-    stubborn = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); "
-            "time.sleep(300)",
-        ],
-        start_new_session=True,
-        stdout=subprocess.PIPE,
-    )
-    sleepers.append(Sleeper(stubborn))
-    assert stubborn.stdout is not None
-    assert stubborn.stdout.readline() == b"ready\n"
-    stubborn.stdout.close()
+    stubborn = new_stubborn(sleepers)
     grace_s = 1.0
     begun = await running.begin(grace=Duration(seconds=1))
     tool = await running.register_group(begun.attach_token, stubborn.pid)  # never reports unwound

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import socket
 from pathlib import Path
 
 import grpc
@@ -12,14 +11,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from interrupt.v1 import interrupt_pb2 as pb
 from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
-from tests.conftest import start_daemon
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+from tests.conftest import free_port, start_daemon
 
 
 async def test_health_listener_answers_health_and_nothing_else(tmp_short: Path) -> None:

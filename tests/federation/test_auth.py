@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import signal
-import socket
 import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -26,18 +25,11 @@ from cryptography.x509.oid import NameOID
 from interrupt.v1 import interrupt_pb2 as pb
 from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
-from tests.conftest import DaemonProcess, start_daemon
+from tests.conftest import DaemonProcess, free_port, start_daemon
 from tests.daemon.wire import RawTool
 
 TOKEN = "coordinator-credential-for-tests-0123456789"
 BEARER = (("authorization", f"Bearer {TOKEN}"),)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass

@@ -8,7 +8,6 @@ the cancel.
 from __future__ import annotations
 
 import signal
-import socket
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -20,18 +19,11 @@ from google.protobuf.duration_pb2 import Duration
 from interrupt.v1 import interrupt_pb2 as pb
 from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
-from tests.conftest import DaemonProcess, start_daemon
+from tests.conftest import DaemonProcess, free_port, start_daemon
 from tests.daemon.wire import RawTool, Watch, eventually
 
 TOKEN = "federation-test-coordinator-credential"
 BEARER = (("authorization", f"Bearer {TOKEN}"),)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class Node:

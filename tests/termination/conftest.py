@@ -3,25 +3,14 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
-import grpc
 import pytest
-from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
-from tests.conftest import DaemonProcess
+from tests.daemon.conftest import channel, stub
 
-
-@pytest.fixture
-async def channel(daemon: DaemonProcess) -> AsyncIterator[grpc.aio.Channel]:
-    async with grpc.aio.insecure_channel(daemon.address) as ch:
-        yield ch
-
-
-@pytest.fixture
-def stub(channel: grpc.aio.Channel) -> pb_grpc.CoordinatorServiceAsyncStub:
-    return pb_grpc.CoordinatorServiceStub(channel)
+__all__ = ["channel", "stub", "workdir"]
 
 
 @pytest.fixture
