@@ -2,86 +2,20 @@
 package main
 
 import (
-	"bufio"
-	"context"
-	"encoding/json"
-	"fmt"
-	"os"
-	"strings"
-	"time"
-
 	"google.golang.org/grpc/status"
 
 	sidecar "github.com/interrupt-sidecar/interrupt-sidecar/clients/go"
+	"github.com/interrupt-sidecar/interrupt-sidecar/tests/conformance/driverlib"
 )
 
 func main() {
-	run, err := sidecar.Attach(context.Background(), options(sidecar.ThreadInterrupt))
-	if err != nil {
-		fail("attach: %v", err)
-	}
+	run := driverlib.Attach(sidecar.ThreadInterrupt)
 	defer run.Close() // reporting unwound on the dead stream fails quietly
-	emit("attached", map[string]any{"cancelled": run.Context().Err() != nil})
-	waitGo()
-	_, err = run.RegisterTerminator("after_restart", func() {})
+	driverlib.Emit("attached", map[string]any{"cancelled": run.Context().Err() != nil})
+	driverlib.WaitGo()
+	_, err := run.RegisterTerminator("after_restart", func() {})
 	if err == nil {
-		fail("registering on the dead stream succeeded")
+		driverlib.Fail("registering on the dead stream succeeded")
 	}
-	emit("after_restart", map[string]any{"error_code": sidecar.CodeName(status.Code(err)), "cancelled": run.Cancelled()})
-}
-
-// The conformance driver's plumbing (PROTOCOL.md): one JSON object per line on stdout,
-// every wait bounded by ten seconds, any failure an "error" step and exit status 1.
-
-const limit = 10 * time.Second
-
-func options(behavior sidecar.Behavior) sidecar.Options {
-	return sidecar.Options{Behavior: behavior, ToolName: "conformance-go", Timeout: limit}
-}
-
-func emit(step string, fields map[string]any) {
-	fields["step"] = step
-	line, err := json.Marshal(fields)
-	if err != nil {
-		fail("encode step %s: %v", step, err)
-	}
-	_, _ = os.Stdout.Write(append(line, '\n'))
-}
-
-func fail(format string, args ...any) {
-	line, _ := json.Marshal(map[string]any{"step": "error", "message": fmt.Sprintf(format, args...)})
-	_, _ = os.Stdout.Write(append(line, '\n'))
-	os.Exit(1)
-}
-
-func await(done <-chan struct{}, what string) {
-	select {
-	case <-done:
-	case <-time.After(limit):
-		fail("no %s within %s", what, limit)
-	}
-}
-
-func waitGo() {
-	lines := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
-		lines <- strings.TrimSpace(line)
-	}()
-	select {
-	case line := <-lines:
-		if line != "go" {
-			fail("expected go on stdin, got %q", line)
-		}
-	case <-time.After(limit):
-		fail("no go on stdin within %s", limit)
-	}
-}
-
-func cancellation(run *sidecar.Run) *sidecar.CancelledError {
-	cancelled, ok := sidecar.Cancellation(run.Context())
-	if !ok {
-		fail("the run's context was cancelled without a CancelledError cause: %v", context.Cause(run.Context()))
-	}
-	return cancelled
+	driverlib.Emit("after_restart", map[string]any{"error_code": sidecar.CodeName(status.Code(err)), "cancelled": run.Cancelled()})
 }
