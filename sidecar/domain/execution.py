@@ -54,6 +54,9 @@ class Terminator:
     spec: TerminatorSpec
     #: What the OS edge pinned about the target at registration (process groups).
     identity: object = None
+    #: When it was registered: a process group registered after the trip gets its
+    #: kill_after (or the grace) from then, one registered before from the trip.
+    registered_at: Instant | None = None
 
 
 class ToolSink(Protocol):
@@ -300,7 +303,7 @@ class Execution:
                     f"{tool.label} has {self._limits.max_terminators_per_tool} terminators registered; "
                     "unregister some first"
                 )
-            terminator = Terminator(tool, terminator_id, spec, identity)
+            terminator = Terminator(tool, terminator_id, spec, identity, self._clock.now())
             run_now = self._terminators_fired
             if not run_now:
                 tool.terminators[terminator_id] = terminator

@@ -33,8 +33,8 @@ from sidecar.errors import FailedPrecondition, InvalidArgument, NotFound, Permis
 from sidecar.osedge import procfs
 
 _VALID_SIGNALS = frozenset(int(s) for s in signal_module.valid_signals())
-#: At most this many survey → SIGSTOP rounds before signalling (each round stops what the
-#: previous one found; a frozen tree needs two).
+#: At most this many survey → SIGSTOP rounds before signalling (each round stops the escaped
+#: processes the previous survey found; a tree with none needs no second survey).
 _FREEZE_ROUNDS = 20
 #: Signals after which a stopped process could not act without SIGCONT (systemd does the same).
 _NO_CONT_AFTER = frozenset({int(signal_module.SIGKILL), int(signal_module.SIGCONT), int(signal_module.SIGSTOP)})
@@ -68,6 +68,9 @@ class TreeStatus:
     escaped: int = 0
     #: Processes signalled in this pass (group members count as one killpg).
     signalled: int = 0
+    #: Every live process the survey found, as (pid, start time): waiting on their pidfds
+    #: observes the tree's end without another scan.
+    processes: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def alive(self) -> bool:
@@ -97,8 +100,12 @@ class ProcessTree:
         roots += [pid for pid in self.escaped if pid in processes]
         for child in procfs.descendants(processes, roots):
             # A descendant running as another uid (a setuid program) is not the tool's to kill.
-            if child.pgrp != self.identity.pgid and child.uid in self.allowed_uids:
-                self.escaped.setdefault(child.pid, child.start)
+            if (
+                child.pgrp != self.identity.pgid
+                and child.pid not in self.escaped
+                and procfs.uid_of(child.pid) in self.allowed_uids
+            ):
+                self.escaped[child.pid] = child.start
         live_escaped = []
         for pid, start in list(self.escaped.items()):
             now = processes.get(pid)
@@ -111,21 +118,29 @@ class ProcessTree:
     def status(self) -> TreeStatus:
         """Rescan: what of the tree is still alive (newly forked descendants are tracked)."""
         members, escaped, _ = self._survey()
-        return TreeStatus(members=len(members), escaped=len(escaped))
+        return _status(members, escaped)
 
-    def pidfds(self) -> list[int]:
-        """Open pidfds of every live process of the tree (the caller closes them).
+    @staticmethod
+    def pidfds(processes: list[tuple[int, int]]) -> list[int]:
+        """Open pidfds of these processes that are still alive (the caller closes them).
 
         Readable when the process exits: waiting on them observes the tree's end without
         polling. Empty when the kernel has no pidfds.
         """
-        members, escaped, _ = self._survey()
         fds = []
-        for process in (*members, *escaped):
-            fd = procfs.open_pidfd(process.pid, process.start)
+        for pid, start in processes:
+            fd = procfs.open_pidfd(pid, start)
             if fd is not None:
                 fds.append(fd)
         return fds
+
+
+def _status(members: list[procfs.ProcStat], escaped: list[procfs.ProcStat]) -> TreeStatus:
+    return TreeStatus(
+        members=len(members),
+        escaped=len(escaped),
+        processes=[(p.pid, p.start) for p in (*members, *escaped)],
+    )
 
 
 class ProcessGroups:
@@ -175,7 +190,7 @@ class ProcessGroups:
                 "not_found",
                 f"process group {pgid} has no live process; start the process before registering it",
             )
-        foreign = sorted({m.uid for m in members} - self.allowed_uids)
+        foreign = sorted({uid for m in members if (uid := procfs.uid_of(m.pid)) is not None} - self.allowed_uids)
         if foreign:
             raise _refusal(
                 PermissionDenied,
@@ -216,7 +231,7 @@ class ProcessGroups:
         ``identity_changed``) and sends nothing to the group when its pgid was recycled."""
         identity = tree.identity
         members, escaped, same = self._freeze(tree)
-        status = TreeStatus(members=len(members), escaped=len(escaped))
+        status = _status(members, escaped)
         # Escaped descendants are pinned one by one, so they are signalled even when the
         # group's pgid was recycled.
         for process in escaped:
@@ -252,21 +267,24 @@ class ProcessGroups:
         converges; the real signal (then SIGCONT) follows. SIGSTOP cannot be caught.
         """
         stop = int(signal_module.SIGSTOP)
+        # The group first, before any scan: one killpg freezes every member (the kernel
+        # restarts a fork that races a group-wide signal, so no child slips out unstopped),
+        # and a frozen parent cannot die and hand its escaped children to init.
+        if ProcessGroups.still_same(tree.identity):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(tree.identity.pgid, stop)
         members, escaped, same = tree._survey()
+        # Then what left the group, until a survey finds nothing new (each round stops the
+        # escaped processes found, which cannot fork any more either).
         stopped: set[int] = set()
         for _ in range(_FREEZE_ROUNDS):
-            if same and members:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(tree.identity.pgid, stop)
-                stopped.update(member.pid for member in members)
-            for process in escaped:
-                if process.pid not in stopped:
-                    procfs.signal_process(process.pid, process.start, stop)
-                    stopped.add(process.pid)
-            members, escaped, same = tree._survey()
-            # Converged when the survey after the stops finds nobody who was not stopped.
-            if all(process.pid in stopped for process in (*members, *escaped)):
+            fresh = [process for process in escaped if process.pid not in stopped]
+            if not fresh:
                 break
+            for process in fresh:
+                procfs.signal_process(process.pid, process.start, stop)
+                stopped.add(process.pid)
+            members, escaped, same = tree._survey()
         return members, escaped, same
 
     @staticmethod

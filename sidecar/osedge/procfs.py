@@ -29,7 +29,6 @@ class ProcStat:
     pgrp: int
     session: int
     start: int
-    uid: int
 
     @property
     def zombie(self) -> bool:
@@ -38,13 +37,23 @@ class ProcStat:
 
 def read_stat(pid: int) -> ProcStat | None:
     """The process ``pid`` now, or None when there is none (or it cannot be read)."""
+    # Raw os calls, not pathlib: a kill pass reads every process's stat, and this is the
+    # cost of a whole-tree scan (about 4 us a process here, against 15 us with pathlib
+    # plus a stat() for the owner, which only a few callers need: see uid_of).
     try:
-        raw = (PROC / str(pid) / "stat").read_bytes()
-        uid = (PROC / str(pid)).stat().st_uid
-    except (FileNotFoundError, ProcessLookupError, PermissionError, NotADirectoryError):
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
         return None
+    try:
+        raw = os.read(fd, 1024)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     # comm (field 2) may contain spaces and parentheses: split after the last ')'.
     rest = raw[raw.rfind(b")") + 2 :].split()
+    if len(rest) < 20:
+        return None
     return ProcStat(
         pid=pid,
         state=rest[0].decode(),
@@ -52,19 +61,25 @@ def read_stat(pid: int) -> ProcStat | None:
         pgrp=int(rest[2]),
         session=int(rest[3]),
         start=int(rest[19]),
-        uid=uid,
     )
+
+
+def uid_of(pid: int) -> int | None:
+    """The (real) owner of process ``pid``, from its /proc directory; None when it is gone."""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
 
 
 def scan() -> dict[int, ProcStat]:
     """Every process visible in this PID namespace's ``/proc``, by pid."""
-    with os.scandir(PROC) as entries:
-        pids = [int(entry.name) for entry in entries if entry.name.isdigit()]
     found = {}
-    for pid in pids:
-        stat = read_stat(pid)
-        if stat is not None:
-            found[pid] = stat
+    for name in os.listdir(PROC):
+        if name.isdigit():
+            stat = read_stat(int(name))
+            if stat is not None:
+                found[stat.pid] = stat
     return found
 
 

@@ -58,6 +58,8 @@ class _KillJob:
     signalled_at: Instant
     trip_at: Instant
     reason: InterruptReason
+    #: (pid, start) of the tree's processes found by the last signal pass.
+    known: list[tuple[int, int]] = field(default_factory=list)
     escalation: asyncio.TimerHandle | None = None
     escalated: bool = False
 
@@ -320,7 +322,7 @@ class TripPath:
         assert isinstance(identity, GroupIdentity)
         tree = self._groups.tree(identity)
         try:
-            sent = self._groups.signal_tree(tree, spec.signal).alive
+            status = self._groups.signal_tree(tree, spec.signal)
         except SidecarError as err:
             self.observer.process_group_refused(refusal_cause(err))
             self._publish_failure(execution_id, terminator, str(err))
@@ -337,24 +339,30 @@ class TripPath:
                 terminator.tool.tool_id, terminator.terminator_id, spec.pgid, spec.signal, False
             ),
         )
-        job = _KillJob(execution_id, terminator, identity, tree, now, trip.at, trip.reason)
-        if not sent:
+        job = _KillJob(execution_id, terminator, identity, tree, now, trip.at, trip.reason, known=status.processes)
+        if not status.alive:
             self._publish_gone(job)
             return
         self._timers.setdefault(execution_id, _Timers()).kills.add(job)
         kill_after = spec.kill_after_ns if spec.kill_after_ns is not None else terminator.tool.execution.grace_ns
-        job.escalation = self._call_at(now.plus(kill_after), lambda: self._escalate(job))
+        # The deadline counts from the trip (or from a registration that came after it),
+        # not from the signal: the signalling itself must not push the SIGKILL later.
+        registered = terminator.registered_at
+        start = registered if registered is not None and registered.mono_ns > trip.at.mono_ns else trip.at
+        job.escalation = self._call_at(start.plus(kill_after), lambda: self._escalate(job))
         task = self.loop.create_task(self._await_gone(job))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     def _escalate(self, job: _KillJob) -> None:
-        if job.escalated or not job.tree.status().alive:
+        # No survey first: signal_tree's own (frozen) survey says whether anything was left,
+        # and every scan here is time past the deadline.
+        if job.escalated:
             return
         job.escalated = True
         terminator = job.terminator
         try:
-            self._groups.signal_tree(job.tree, int(signal_module.SIGKILL))
+            status = self._groups.signal_tree(job.tree, int(signal_module.SIGKILL))
         except SidecarError as err:
             self.observer.process_group_refused(refusal_cause(err))
             self._publish_failure(job.execution_id, terminator, str(err))
@@ -362,6 +370,8 @@ class TripPath:
         except OSError as err:
             self._publish_failure(job.execution_id, terminator, str(err))
             return
+        if not status.alive:
+            return  # it went on its own just before the deadline: nothing was escalated
         self.observer.escalated(job.reason)
         log.warning("process group %d did not exit in time; sent SIGKILL", job.identity.pgid)
         self._hub.publish(
@@ -372,16 +382,25 @@ class TripPath:
         )
 
     async def _await_gone(self, job: _KillJob) -> None:
-        # Every live process of the tree has a pidfd, readable when it exits: wait for all
-        # of them, then rescan /proc (a member may have forked, a child may have escaped the
-        # group). After the escalation every pass SIGKILLs what the rescan finds, so a fork
-        # loop cannot outrun the kill. Without pidfds (old kernels) this polls with backoff.
+        # The last signal pass froze the tree and surveyed it, so it knows every process:
+        # wait on their pidfds (readable at exit), then rescan /proc once to confirm (a
+        # process resumed by SIGCONT may have forked while handling SIGTERM). After the
+        # escalation every pass SIGKILLs what the rescan finds, so a fork loop cannot outrun
+        # the kill. Without pidfds (old kernels) this polls with backoff.
         delay = 0.001
         give_up_at: float | None = None
+        known = job.known
         while True:
+            fds = ProcessTree.pidfds(known) if known else []
+            if fds:
+                await self._wait_readable(fds, _RESCAN_S)
+            elif known:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _RESCAN_S)
             status = job.tree.status()
             if not status.alive:
                 break
+            known = status.processes
             if job.escalated:
                 if give_up_at is None:
                     give_up_at = self.loop.time() + _GONE_TIMEOUT_S
@@ -394,13 +413,7 @@ class TripPath:
                     self._finish(job)
                     return
                 with contextlib.suppress(SidecarError, OSError):
-                    self._groups.signal_tree(job.tree, int(signal_module.SIGKILL))
-            fds = job.tree.pidfds()
-            if fds:
-                await self._wait_readable(fds, _RESCAN_S)
-            else:
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, _RESCAN_S)
+                    known = self._groups.signal_tree(job.tree, int(signal_module.SIGKILL)).processes
         self._publish_gone(job)
         self._finish(job)
 
