@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import gc
 import logging
 import os
+import resource
 import signal
 import socket
 import stat
@@ -45,6 +47,9 @@ SERVICE_NAMES = (
 )
 
 # Dead peers must be noticed: gRPC's default server keepalive is two hours.
+#: Garbage-collector thresholds (CPython's defaults: 700, 10, 10). See _tune_garbage_collector.
+_GC_GEN0, _GC_GEN1, _GC_GEN2 = 20_000, 20, 100
+
 # A crashed local peer closes its socket at once; keepalive is for the peer that vanished
 # without closing (a partitioned network, a frozen VM): a ping every 4 s answered within
 # 5 s bounds its detection below 10 s, which in turn bounds how long a lost holder goes
@@ -325,12 +330,14 @@ def _prepare_unix_socket(path: Path) -> None:
 
 async def serve(config: ServeConfig) -> int:
     """Run until SIGTERM or SIGINT; a second signal forces exit. Returns the exit code."""
+    _raise_open_file_limit()
     daemon = Daemon(config)
     try:
         await daemon.start()
     except SidecarError as err:
         print(f"interrupt-sidecar: {err}", file=sys.stderr)
         return 3
+    _tune_garbage_collector()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     signals_seen = 0
@@ -350,3 +357,25 @@ async def serve(config: ServeConfig) -> int:
     await stop.wait()
     await daemon.shutdown()
     return 0
+
+
+def _raise_open_file_limit() -> None:
+    """Each attached tool is a socket: 5,000 tools need more than the usual 1,024 descriptors."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def _tune_garbage_collector() -> None:
+    """Keep full collections off the trip path.
+
+    With thousands of streams the heap holds hundreds of thousands of long-lived objects,
+    and a full (generation 2) collection of them took 80-130 ms here: a pause every
+    interrupt in flight would wait for. Objects made at start-up are frozen out of every
+    collection, and the thresholds are raised so collections run rarely; reference counting
+    still frees everything that is not in a cycle at once.
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(_GC_GEN0, _GC_GEN1, _GC_GEN2)

@@ -51,6 +51,29 @@ OUTBOX_CAPACITY = 1_024
 HELLO_TIMEOUT_S = 30.0
 
 
+#: The last cancel message built, by (trip, grace deadline): a trip fans out the same
+#: message to every tool that attached before it, so it is built once, not once a stream
+#: (building it is most of what the fan-out loop costs; messages are never mutated).
+_last_cancel: tuple[Trip, int, pb.SidecarMessage] | None = None
+
+
+def _cancel_message(trip: Trip, grace_deadline: Instant) -> pb.SidecarMessage:
+    global _last_cancel
+    cached = _last_cancel
+    if cached is not None and cached[0] is trip and cached[1] == grace_deadline.mono_ns:
+        return cached[2]
+    message = pb.SidecarMessage(
+        cancel=pb.Cancel(
+            reason=int(trip.reason),  # type: ignore[arg-type]
+            detail=trip.detail,
+            tripped_at=convert.timestamp(trip.at),
+            grace_deadline=convert.timestamp(grace_deadline),
+        )
+    )
+    _last_cancel = (trip, grace_deadline.mono_ns, message)
+    return message
+
+
 class AttachSession:
     """One Attach stream's state and outbox; the ``ToolSink`` of its tool."""
 
@@ -76,14 +99,7 @@ class AttachSession:
         if self._cancel_sent:
             return
         self._cancel_sent = True
-        message = pb.SidecarMessage(
-            cancel=pb.Cancel(
-                reason=int(trip.reason),  # type: ignore[arg-type]
-                detail=trip.detail,
-                tripped_at=convert.timestamp(trip.at),
-                grace_deadline=convert.timestamp(grace_deadline),
-            )
-        )
+        message = _cancel_message(trip, grace_deadline)
         self._cancel_message, self._cancel_trip = message, trip
         self.push(message)
 
