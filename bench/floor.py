@@ -1,0 +1,175 @@
+"""The floors our logic sits on, each a process of its own like the daemon.
+
+``python -m bench.floor grpc --listen ADDR... --loop uvloop|asyncio``: a bare grpc.aio
+server (the same grpcio) with three generic bytes methods:
+
+* ``/bench.Floor/Attach`` (bidi): the first request is a key; the server answers
+  ``ready`` and keeps the stream open; each stream has its own queue and writer, as a
+  daemon stream has its outbox.
+* ``/bench.Floor/Trip`` (unary): pushes one pre-serialized ``Cancel`` message to every
+  stream opened with that key, then answers.
+* ``/bench.Floor/Echo`` (unary): answers its request.
+
+``python -m bench.floor raw --listen unix://PATH``: the floor without gRPC, a raw asyncio
+unix-socket server. A ``P<key>\\n`` line on a connection makes it a push connection for
+the key; a ``T<key>\\n`` line on another writes the same ``Cancel`` bytes
+(length-prefixed) to every push connection of the key and answers ``k\\n``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import struct
+import sys
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
+
+import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
+from interrupt.v1 import interrupt_pb2 as pb
+
+READY = b"ready"
+
+
+def cancel_bytes() -> bytes:
+    """A realistic cancel message, as the daemon would write it."""
+    now = Timestamp()
+    now.GetCurrentTime()
+    return pb.SidecarMessage(
+        cancel=pb.Cancel(reason=pb.INTERRUPT_REASON_USER_SIGINT, tripped_at=now, grace_deadline=now)
+    ).SerializeToString()
+
+
+CANCEL = cancel_bytes()
+
+
+class GrpcFloor:
+    def __init__(self) -> None:
+        self.groups: dict[bytes, set[asyncio.Queue[bytes | None]]] = {}
+
+    async def attach(
+        self, requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext[bytes, bytes]
+    ) -> AsyncIterator[bytes]:
+        key = await anext(requests)
+        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        group = self.groups.setdefault(key, set())
+        group.add(queue)
+
+        async def drain() -> None:
+            async for _ in requests:
+                pass
+            queue.put_nowait(None)
+
+        reader = asyncio.create_task(drain())
+        try:
+            yield READY
+            while (message := await queue.get()) is not None:
+                yield message
+        finally:
+            reader.cancel()
+            group.discard(queue)
+            if not group:
+                self.groups.pop(key, None)
+
+    async def trip(self, key: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
+        for queue in self.groups.pop(key, ()):
+            queue.put_nowait(CANCEL)
+        return b""
+
+    async def echo(self, request: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
+        return request
+
+
+async def serve_grpc(listen: list[str]) -> None:
+    floor = GrpcFloor()
+    server = grpc.aio.server()
+    handler = grpc.method_handlers_generic_handler(
+        "bench.Floor",
+        {
+            "Attach": grpc.stream_stream_rpc_method_handler(floor.attach),
+            "Trip": grpc.unary_unary_rpc_method_handler(floor.trip),
+            "Echo": grpc.unary_unary_rpc_method_handler(floor.echo),
+        },
+    )
+    server.add_generic_rpc_handlers((handler,))
+    ready = []
+    for address in listen:
+        port = server.add_insecure_port(address)
+        ready.append(address if address.startswith("unix:") else f"{address.rsplit(':', 1)[0]}:{port}")
+    await server.start()
+    await _serve_until_term(" ".join(ready))
+    await server.stop(0)
+
+
+async def serve_raw(listen: list[str]) -> None:
+    groups: dict[bytes, set[asyncio.StreamWriter]] = {}
+    frame = struct.pack("!I", len(CANCEL)) + CANCEL
+
+    async def on_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        pushed_key: bytes | None = None
+        try:
+            while line := await reader.readline():
+                kind, key = line[:1], line[1:-1]
+                if kind == b"P":
+                    pushed_key = key
+                    groups.setdefault(key, set()).add(writer)
+                    writer.write(b"r\n")
+                elif kind == b"T":
+                    for w in groups.pop(key, ()):
+                        w.write(frame)
+                    writer.write(b"k\n")
+        except ConnectionError:
+            pass
+        finally:
+            if pushed_key is not None:
+                groups.get(pushed_key, set()).discard(writer)
+            writer.close()
+
+    servers = []
+    for address in listen:
+        if not address.startswith("unix:"):
+            continue  # the raw floor is measured over the unix socket only
+        path = address.removeprefix("unix://")
+        servers.append(await asyncio.start_unix_server(on_connection, path))
+    await _serve_until_term(" ".join(a for a in listen if a.startswith("unix:")))
+    for s in servers:
+        s.close()
+
+
+async def _serve_until_term(addresses: str) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    loop.add_signal_handler(signal.SIGINT, stop.set)
+    print(f"ready {addresses}", flush=True)
+    await stop.wait()
+
+
+def run(coro_factory: Callable[[], Coroutine[Any, Any, None]], loop: str) -> None:
+    """Run on the chosen loop (``uvloop`` or ``asyncio``)."""
+    if loop == "uvloop":
+        import uvloop
+
+        uvloop.run(coro_factory())
+    else:
+        asyncio.run(coro_factory())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.floor")
+    parser.add_argument("kind", choices=["grpc", "raw"])
+    parser.add_argument("--listen", action="append", required=True)
+    parser.add_argument("--loop", choices=["uvloop", "asyncio"], default="asyncio")
+    args = parser.parse_args(argv)
+    listen: list[str] = args.listen
+    if args.kind == "grpc":
+        run(lambda: serve_grpc(listen), args.loop)
+    else:
+        run(lambda: serve_raw(listen), args.loop)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

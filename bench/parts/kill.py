@@ -1,0 +1,70 @@
+"""4. Kill: trip → process tree gone (reaped), for a polite process, a SIGTERM-ignoring one
+(SIGKILL time minus grace expiry) and a 10-process tree, beside a bare ``os.killpg`` +
+``waitpid`` (and a pidfd wait) of the same trees. Runs in ``bench.killworker``, a child
+subreaper, so every member of every tree is reaped (and timed) by the same thread."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any
+
+from bench import stats
+from bench.context import Context
+from bench.procs import ROOT, start_daemon
+
+
+async def run(ctx: Context) -> dict[str, Any]:
+    o = ctx.options
+    loop = o.loops[0]
+    daemon = start_daemon(loop, tcp=False)
+    ctx.log(f"kill: {o.repeats} x {o.kill_trials} trials per tree and target ({loop}, grace {o.kill_grace_ms} ms)")
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.killworker",
+            "--address",
+            daemon.address("unix"),
+            "--daemon-pid",
+            str(daemon.pid),
+            "--trials",
+            str(o.kill_trials),
+            "--repeats",
+            str(o.repeats),
+            "--grace-ms",
+            str(o.kill_grace_ms),
+            stdout=asyncio.subprocess.PIPE,
+            cwd=ROOT,
+        )
+        stdout, _ = await proc.communicate()
+        if proc.returncode != 0:
+            raise RuntimeError(f"bench.killworker exited {proc.returncode}")
+    finally:
+        daemon.stop()
+    raw: dict[str, Any] = json.loads(stdout)
+    out: dict[str, Any] = {"loop": loop, "grace_ms": o.kill_grace_ms}
+    for kind, got in raw.items():
+        entry: dict[str, Any] = {"unit": "ms", "trials_per_repeat": got["trials"]}
+
+        def figure(side: str, field: str, got: dict[str, Any] = got) -> dict[str, Any]:
+            return stats.combine([[row[field] for row in rows] for rows in got[side]])
+
+        entry["daemon"] = figure("daemon", "trip_to_reaped")
+        entry["daemon_reported_gone"] = figure("daemon", "daemon_reported_gone")
+        entry["floor_killpg_waitpid"] = figure("floor", "trip_to_reaped")
+        entry["floor_killpg_pidfd"] = figure("floor", "trip_to_pidfd")
+        entry["ratio_to_floor"] = stats.ratio(entry["daemon"], entry["floor_killpg_waitpid"])
+        entry["daemon_cpu_ms_per_kill"] = 1e3 * sorted(got["daemon_cpu_s"])[len(got["daemon_cpu_s"]) // 2]
+        if kind == "ignores_term":
+            entry["daemon_sigkill_after_grace"] = figure("daemon", "grace_expiry_to_reaped")
+            entry["floor_sigkill_after_grace"] = figure("floor", "grace_expiry_to_reaped")
+        for side, field in (("daemon", "trip_to_reaped"), ("floor", "trip_to_reaped")):
+            ctx.samples[f"kill {kind} {side}"] = [row[field] for rows in got[side] for row in rows]
+        out[kind] = entry
+        ctx.log(
+            f"  {kind}: daemon p50 {entry['daemon']['p50']:.2f} p99 {entry['daemon']['p99']:.2f} | "
+            f"killpg p50 {entry['floor_killpg_waitpid']['p50']:.2f} p99 {entry['floor_killpg_waitpid']['p99']:.2f}"
+        )
+    return out

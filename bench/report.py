@@ -1,0 +1,212 @@
+"""The outputs: ``latest.json`` (every figure and the machine), ``latest.md`` (tables with
+ratios and the targets marked)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bench.targets import check
+
+
+def _q(f: dict[str, Any]) -> str:
+    return f"{f['min']:.2f} / {f['p50']:.2f} / {f['p99']:.2f} / {f['p999']:.2f}"
+
+
+def _r(r: dict[str, float]) -> str:
+    return f"{r.get('p50', float('nan')):.2f}× / {r.get('p99', float('nan')):.2f}×"
+
+
+def markdown(results: dict[str, Any]) -> str:
+    m = results["machine"]
+    f = results["figures"]
+    lines = [
+        f"# interrupt-sidecar benchmark — {m['started_at']}",
+        "",
+        f"`{results['command']}` on {m['cpu_model']} × {m['cores']} cores, Linux {m['kernel']}, Python "
+        f"{m['python']}, grpcio {m['grpcio']}, uvloop {m['uvloop']}, commit `{m['git_commit'][:10]}`"
+        f"{' (+ uncommitted changes)' if m['git_dirty'] else ''}. Host CPU busy before the run: "
+        f"{100 * m['host_busy_before']:.0f}% (load average {m['loadavg_start'][0]:.1f}); after: "
+        f"{100 * m['host_busy_after']:.0f}% (load {m['loadavg_end'][0]:.1f}). Wall time {results['seconds']:.0f} s.",
+        "",
+        "Latencies in ms as min / p50 / p99 / p999 (each the median over the repeats); ratios are ours ÷ the "
+        "floor measured in the same run, at p50 / p99.",
+        "",
+    ]
+    if "delivery" in f:
+        lines += [
+            "## 1. Delivery, one tool (Interrupt → the tool has the cancel)",
+            "",
+            "| transport/loop/mode | daemon | bare grpc.aio push | ratio | raw socket push | ratio "
+            "| daemon-internal (tripped_at → received) | daemon CPU/trial | floor CPU/trial |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for key, e in f["delivery"].items():
+            raw = e.get("raw_floor")
+            lines.append(
+                f"| {key} | {_q(e['daemon'])} | {_q(e['grpc_floor'])} | {_r(e['ratio_to_grpc_floor'])} | "
+                f"{_q(raw) if raw else '—'} | {_r(e['ratio_to_raw_floor']) if raw else '—'} | "
+                f"{_q(e['daemon_internal'])} | {e['daemon']['server_cpu_ms_per_trial']:.2f} ms | "
+                f"{e['grpc_floor']['server_cpu_ms_per_trial']:.2f} ms |"
+            )
+        lines += [
+            "",
+            "A trial is BeginExecution + Attach + Interrupt + unwound + EndExecution for the daemon and "
+            "stream open + Trip + close for the floor; the CPU columns are per trial.",
+            "",
+        ]
+    if "fanout" in f:
+        fo = f["fanout"]
+        lines += [
+            f"## 2. Fan-out (Interrupt → the last of N tools has the cancel; {fo['workers']} worker processes, "
+            f"{fo['tools_per_connection']} tool(s) per connection, {fo['loop']})",
+            "",
+            "| tools | trials | daemon | bare grpc.aio | ratio | daemon Interrupt answered p50/p99 "
+            "| daemon CPU/trip | floor CPU/trip |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for n, e in fo.items():
+            if not isinstance(e, dict):
+                continue
+            a = e["daemon"]["rpc_answered"]
+            lines.append(
+                f"| {n} | {e['daemon']['n']} | {_q(e['daemon'])} | {_q(e['grpc_floor'])} | "
+                f"{_r(e['ratio_to_grpc_floor'])} | {a['p50']:.2f} / {a['p99']:.2f} | "
+                f"{e['daemon']['server_cpu_ms_per_trip']:.1f} ms | {e['grpc_floor']['server_cpu_ms_per_trip']:.1f} ms |"
+            )
+        lines.append("")
+    if "load" in f:
+        e = f["load"]
+        lines += [
+            f"## 3. Under load ({e['tools']} tools / {e['executions']} executions, {e['rate_per_s']:g} interrupts/s, "
+            f"{e['seconds']:g} s per repeat)",
+            "",
+            "| | daemon | bare grpc.aio | ratio | daemon CPU/interrupt |",
+            "|---|---|---|---|---|",
+            f"| Interrupt → last tool of the execution | {_q(e['daemon'])} | {_q(e['grpc_floor'])} | "
+            f"{_r(e['ratio_to_grpc_floor'])} | {e['daemon']['server_cpu_ms_per_interrupt']:.2f} ms |",
+            "",
+        ]
+    if "kill" in f:
+        k = f["kill"]
+        lines += [
+            f"## 4. Kill (trip → every process of the tree reaped; grace {k['grace_ms']} ms, {k['loop']})",
+            "",
+            "| tree | daemon | bare killpg + waitpid | ratio | killpg + pidfd | daemon-reported gone "
+            "| daemon CPU/kill |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for kind in ("polite", "tree10", "ignores_term"):
+            e = k.get(kind)
+            if e:
+                lines.append(
+                    f"| {kind} | {_q(e['daemon'])} | {_q(e['floor_killpg_waitpid'])} | {_r(e['ratio_to_floor'])} | "
+                    f"{_q(e['floor_killpg_pidfd'])} | {_q(e['daemon_reported_gone'])} | "
+                    f"{e['daemon_cpu_ms_per_kill']:.2f} ms |"
+                )
+        e = k.get("ignores_term")
+        if e:
+            lines += [
+                "",
+                f"SIGTERM ignored, grace expiry → reaped: daemon {_q(e['daemon_sigkill_after_grace'])}; "
+                f"bare loop timer + killpg(SIGKILL) {_q(e['floor_sigkill_after_grace'])}.",
+            ]
+        lines.append("")
+    if "turns" in f:
+        lines += [
+            "## 5. Turn throughput (BeginExecution + EndExecution; floor: two bare unary echoes)",
+            "",
+            "| loop/callers | daemon turns/s | bare unary pairs/s | ratio | daemon CPU/turn | floor CPU/pair |",
+            "|---|---|---|---|---|---|",
+        ]
+        for key, e in f["turns"].items():
+            if isinstance(e, dict):
+                lines.append(
+                    f"| {key} | {e['daemon']['turns_per_s']:.0f} | {e['unary_floor']['turns_per_s']:.0f} | "
+                    f"{e['ratio_to_unary_floor']:.2f}× | {e['daemon']['server_cpu_us_per_turn']:.0f} µs | "
+                    f"{e['unary_floor']['server_cpu_us_per_turn']:.0f} µs |"
+                )
+        lines.append("")
+    if "memory" in f:
+        mm = f["memory"]
+        lines += [
+            f"## 6. Memory (RSS; {mm['tools_per_connection']} tool(s) per connection, {mm['loop']})",
+            "",
+            "| server | idle | "
+            + " | ".join(f"{s} streams (KB/stream)" for s in mm["daemon"]["streams"])
+            + " | after detach | delivery max with streams attached |",
+            "|---|---|" + "---|" * len(mm["daemon"]["streams"]) + "---|---|",
+        ]
+        for name in ("daemon", "grpc_floor"):
+            e = mm.get(name)
+            if e:
+                cells = " | ".join(
+                    f"{v['rss_kb'] / 1024:.1f} MiB ({v['kb_per_stream']:.1f})" for v in e["streams"].values()
+                )
+                t = e["delivery_with_streams_attached"]
+                lines.append(
+                    f"| {name} | {e['rss_idle_kb'] / 1024:.1f} MiB | {cells} | "
+                    f"{e['rss_after_detach_kb'] / 1024:.1f} MiB | "
+                    f"{t['max']:.2f} ms (p50 {t['p50']:.2f}, {t['streams']} streams) |"
+                )
+        lines.append("")
+    if "poller" in f:
+        p = f["poller"]["poller"]
+        d = results.get("derived", {}).get("poller_vs_delivery")
+        lines += [
+            "## 7. Against a 100 ms poller (trip → detection)",
+            "",
+            f"Poller: {_q(p)} ms."
+            + (
+                f" Our delivery ({d['delivery']}) p50 {d['delivery_p50']:.2f} ms: **{d['ratio_p50']:.0f}× lower** "
+                f"(p99: {d['ratio_p99']:.0f}×). p50 ratio for each delivery variant: "
+                + ", ".join(f"{k} {v:.0f}×" for k, v in d.get("ratio_p50_each_variant", {}).items())
+                + "."
+                if d
+                else ""
+            ),
+            "",
+        ]
+    lines += ["## Targets", "", "| target | measured | |", "|---|---|---|"]
+    for c in check(results, results["options"]["quick"]):
+        lines.append(f"| {c.target} | {c.measured} | {c.mark()} |")
+    if results.get("profile"):
+        note = results["profile"].get("note", "")
+        lines += ["", "## Daemon profile (py-spy)", "", note, "", results["profile"].get("summary_md", ""), ""]
+    if results.get("notes"):
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in results["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def derive(results: dict[str, Any]) -> None:
+    """Cross-part figures: our delivery against the poller."""
+    f = results["figures"]
+    if "poller" in f and "delivery" in f:
+        keys = list(f["delivery"])
+        pick = next((k for k in keys if k.startswith("unix/") and k.endswith("/idle")), keys[0])
+        ours = f["delivery"][pick]["daemon"]
+        poll = f["poller"]["poller"]
+        results["derived"] = {
+            "poller_vs_delivery": {
+                "delivery": pick,
+                "delivery_p50": ours["p50"],
+                "poller_p50": poll["p50"],
+                "ratio_p50": poll["p50"] / ours["p50"],
+                "ratio_p99": poll["p99"] / ours["p99"],
+                "ratio_p50_each_variant": {k: poll["p50"] / e["daemon"]["p50"] for k, e in f["delivery"].items()},
+            }
+        }
+
+
+def write(results: dict[str, Any], out: Path) -> tuple[Path, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    derive(results)
+    results["targets"] = [
+        {"target": c.target, "measured": c.measured, "met": c.met} for c in check(results, results["options"]["quick"])
+    ]
+    js = out / "latest.json"
+    js.write_text(json.dumps(results, indent=1, sort_keys=False) + "\n")
+    md = out / "latest.md"
+    md.write_text(markdown(results))
+    return js, md

@@ -1,0 +1,132 @@
+"""Issue 7's targets, checked against figures of the same run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Check:
+    target: str
+    measured: str
+    met: bool | None  # None: not measured in this run (part skipped, or too small in --quick)
+
+    def mark(self) -> str:
+        return {True: "met", False: "**not met**", None: "n/a"}[self.met]
+
+
+def check(results: dict[str, Any], quick: bool) -> list[Check]:
+    f = results.get("figures", {})
+    out: list[Check] = []
+    delivery = f.get("delivery", {})
+    for key, e in delivery.items():
+        if not key.startswith("unix/"):
+            continue
+        r = e["ratio_to_grpc_floor"]["p50"]
+        p99 = e["daemon"]["p99"]
+        out.append(
+            Check(
+                f"delivery {key}: p50 ≤ 1.1× bare grpc.aio, p99 ≤ 2 ms",
+                f"p50 {r:.2f}× ({e['daemon']['p50']:.2f} vs {e['grpc_floor']['p50']:.2f} ms), p99 {p99:.2f} ms",
+                r <= 1.1 and p99 <= 2.0,
+            )
+        )
+    fan = f.get("fanout", {}).get("1000")
+    if fan:
+        r = fan["ratio_to_grpc_floor"]["p99"]
+        p99 = fan["daemon"]["p99"]
+        out.append(
+            Check(
+                "fan-out 1,000: p99 ≤ 1.1× bare floor",
+                f"{r:.2f}× ({p99:.1f} vs {fan['grpc_floor']['p99']:.1f} ms)",
+                r <= 1.1,
+            )
+        )
+        out.append(Check("fan-out 1,000 (stretch): p99 ≤ 50 ms", f"{p99:.1f} ms", p99 <= 50))
+    else:
+        out.append(Check("fan-out 1,000: p99 ≤ 1.1× bare floor", "not run", None))
+    load = f.get("load")
+    if load:
+        p99 = load["daemon"]["p99"]
+        full = load["tools"] >= 1000 and load["rate_per_s"] >= 100
+        out.append(
+            Check("under load: p99 ≤ 10 ms", f"{p99:.2f} ms ({load['tools']} tools)", p99 <= 10 if full else None)
+        )
+    kill = f.get("kill", {})
+    delivery_p99 = _delivery_p99(delivery, kill.get("loop"))
+    for kind in ("polite", "tree10", "ignores_term"):
+        e = kill.get(kind)
+        if not e:
+            continue
+        floor = e["floor_killpg_waitpid"]["p99"]
+        allowed = 1.5 * floor + delivery_p99
+        p99 = e["daemon"]["p99"]
+        if kind != "ignores_term":
+            out.append(
+                Check(
+                    f"kill {kind}: p99 ≤ 1.5× killpg floor + delivery p99",
+                    f"{p99:.2f} ms vs {allowed:.2f} ms allowed "
+                    f"(floor p99 {floor:.2f}, delivery p99 {delivery_p99:.2f})",
+                    p99 <= allowed,
+                )
+            )
+        else:
+            g = e["daemon_sigkill_after_grace"]["p99"]
+            out.append(Check("kill ignores SIGTERM: reaped ≤ grace + 5 ms (p99)", f"grace + {g:.2f} ms", g <= 5))
+    mem = f.get("memory", {}).get("daemon")
+    if mem:
+        sizes = sorted(mem["streams"], key=int)
+        biggest = sizes[-1]
+        tail = mem["delivery_with_streams_attached"]["max"]
+        big = int(biggest) >= 5000
+        out.append(
+            Check(
+                "tail with 5,000 idle streams: single-tool delivery max ≤ 10 ms",
+                f"max {tail:.2f} ms with {biggest} streams",
+                tail <= 10 if big else None,
+            )
+        )
+        kb = mem["streams"][biggest]["kb_per_stream"]
+        out.append(
+            Check(
+                "memory: ≤ 50 KB per idle stream",
+                f"{kb:.1f} KB at {biggest} streams",
+                kb <= 50 if int(biggest) >= 1000 else None,
+            )
+        )
+    for key, e in f.get("turns", {}).items():
+        if not isinstance(e, dict) or "ratio_to_unary_floor" not in e:
+            continue
+        r = e["ratio_to_unary_floor"]
+        out.append(
+            Check(
+                f"turns {key} callers: ≥ 0.7× bare unary",
+                f"{r:.2f}× ({e['daemon']['turns_per_s']:.0f} vs {e['unary_floor']['turns_per_s']:.0f} /s)",
+                r >= 0.7,
+            )
+        )
+    poller = f.get("poller")
+    ours = results.get("derived", {}).get("poller_vs_delivery")
+    if poller and ours:
+        out.append(
+            Check(
+                "vs the 100 ms poller: ≥ 40× lower p50",
+                f"{ours['ratio_p50']:.0f}× ({ours['delivery_p50']:.2f} vs {ours['poller_p50']:.1f} ms, "
+                f"{ours['delivery']})",
+                ours["ratio_p50"] >= 40,
+            )
+        )
+    if quick:
+        for c in out:
+            c.target += " (quick)"
+    return out
+
+
+def _delivery_p99(delivery: dict[str, Any], loop: str | None) -> float:
+    """The daemon's single-tool delivery p99 on the kill part's loop (0 if not measured)."""
+    for mode in ("busy", "idle"):
+        e = delivery.get(f"unix/{loop}/{mode}")
+        if e:
+            return float(e["daemon"]["p99"])
+    return 0.0
