@@ -158,16 +158,16 @@ class TripPath:
                 handle.cancel()
         timers.budget = timers.lease = timers.holder = None
         deadline = trip.at.plus(execution.grace_ns)
-        self._hub.publish(execution.execution_id, events.Tripped(trip.reason, trip.detail, trip.at, deadline))
-        # Fan out: each put is a non-blocking append to the tool's own outbox.
+        # Fan out first: each put is a non-blocking append to the tool's own outbox. Watch
+        # events, the journal and metrics follow, so none of them delays a cancel.
         for tool in list(execution.tools.values()):
             # A tool whose run already ended (unwound, detached) has nothing to stop.
             if not tool.closed and tool.behavior.receives_cancel and tool.sink is not None:
                 tool.sink.send_cancel(trip, deadline)
+        self._hub.publish(execution.execution_id, events.Tripped(trip.reason, trip.detail, trip.at, deadline))
         if not execution.ended:
             timers.grace = self._call_at(deadline, lambda: self._grace_check(execution))
-        # Journaled and observed after the fan-out, so neither delays a cancel. The
-        # process-group kills (run_terminator, next) come after this write: a crash
+        # The process-group kills (run_terminator, next) come after this write: a crash
         # between the two still finds the trip, and the restart kills the groups.
         if self.journal is not None:
             self.journal.tripped(execution.execution_id, int(trip.reason), trip.detail, trip.at.wall_ns)
