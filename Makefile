@@ -20,8 +20,9 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml clients/python/pyproject.toml
 	$(PIP) install -e ./clients/python -e .
 	touch $@
 
+# The test extras, plus the benchmark's (matplotlib: mypy checks bench/, and the smoke runs it).
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
-	$(PIP) install -e './clients/python' -e '.[test]'
+	$(PIP) install -e './clients/python' -e '.[test,bench]'
 	touch $@
 
 $(BUF): tools/package.json tools/package-lock.json
