@@ -15,7 +15,7 @@ from typing import Any
 from bench import procs, report
 from bench.context import Context, Options
 
-PARTS = ("delivery", "fanout", "load", "kill", "turns", "memory", "poller")
+PARTS = ("delivery", "fanout", "load", "kill", "turns", "memory", "poller", "cascade")
 
 
 def parse(argv: list[str] | None) -> Options:

@@ -168,6 +168,18 @@ def markdown(results: dict[str, Any]) -> str:
             ),
             "",
         ]
+    if "cascade" in f:
+        c = f["cascade"]
+        lines += [
+            "## 8. Cross-sidecar cascade (trip at the root → tool two daemons away has the cancel)",
+            "",
+            "| path | latency | ratio to one daemon p50 / p99 | each hop adds, p50 / p99 (single-daemon deliveries) |",
+            "|---|---|---|---|",
+            f"| root → middle → bottom daemon | {_q(c['two_hops'])} | {_r(c['ratio_to_single'])} | "
+            f"{c['per_hop_in_deliveries_p50']:.2f} / {c['per_hop_in_deliveries_p99']:.2f} |",
+            f"| one daemon (same root, same run) | {_q(c['single_daemon'])} | — | — |",
+            "",
+        ]
     lines += ["## Targets", "", "| target | measured | |", "|---|---|---|"]
     for c in check(results, results["options"]["quick"]):
         lines.append(f"| {c.target} | {c.measured} | {c.mark()} |")

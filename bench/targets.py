@@ -117,6 +117,17 @@ def check(results: dict[str, Any], quick: bool) -> list[Check]:
                 ours["ratio_p50"] >= 40,
             )
         )
+    cascade = f.get("cascade")
+    if cascade:
+        per_hop = cascade["per_hop_in_deliveries_p50"]
+        out.append(
+            Check(
+                "cascade: each hop adds ≤ one single-daemon delivery (p50)",
+                f"{per_hop:.2f} deliveries a hop (two hops {cascade['two_hops']['p50']:.2f} ms, "
+                f"one daemon {cascade['single_daemon']['p50']:.2f} ms)",
+                per_hop <= 1.0,
+            )
+        )
     if quick:
         for c in out:
             c.target += " (quick)"

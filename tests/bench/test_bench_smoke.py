@@ -127,7 +127,7 @@ def test_quick_mode_measures_every_figure(tmp_path: Path) -> None:
     results = run_bench(tmp_path, timeout=280)
     check_machine(results)
     figures = results["figures"]
-    assert set(figures) == {"delivery", "fanout", "load", "kill", "turns", "memory", "poller"}
+    assert set(figures) == {"delivery", "fanout", "load", "kill", "turns", "memory", "poller", "cascade"}
     check_delivery(figures["delivery"])
     assert {k.split("/")[0] for k in figures["delivery"]} == {"unix", "tcp"}
     assert {k.split("/")[1] for k in figures["delivery"]} == {"uvloop", "asyncio"}
@@ -146,4 +146,8 @@ def test_quick_mode_measures_every_figure(tmp_path: Path) -> None:
         assert m["rss_after_detach_kb"] > 0
         check_latency(m["delivery_with_streams_attached"], f"memory {name} tail")
     check_latency(figures["poller"]["poller"], "poller")
+    cascade = figures["cascade"]
+    for name in ("two_hops", "single_daemon"):
+        check_latency(cascade[name], f"cascade {name}")
+    check_ratio(cascade["ratio_to_single"], cascade["two_hops"], cascade["single_daemon"], "cascade")
     check_targets(results)
