@@ -286,14 +286,3 @@ class ProcessGroups:
                 stopped.add(process.pid)
             members, escaped, same = tree._survey()
         return members, escaped, same
-
-    @staticmethod
-    def alive(pgid: int) -> bool:
-        """True while the group has a member that is not a zombie."""
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return bool(procfs.group_members(procfs.scan(), pgid))
