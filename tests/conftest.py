@@ -27,6 +27,23 @@ def free_port() -> int:
         return port
 
 
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of a process group, read from /proc by the tests
+    themselves (not with the daemon's reader, so a bug there cannot hide itself)."""
+    members: list[int] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            data = Path(f"/proc/{entry}/stat").read_bytes()
+        except OSError:
+            continue
+        fields = data[data.rfind(b")") + 2 :].split()
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            members.append(int(entry))
+    return members
+
+
 @dataclass
 class DaemonProcess:
     """A daemon started with ``python -m sidecar serve``; stopped by its PID."""

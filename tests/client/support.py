@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import os
 import shutil
 import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
-from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
 from interrupt.v1 import interrupt_pb2 as pb
 from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 from interrupt_sidecar_client import Coordinator, EventKind, ExecutionEvent
+
+from tests.conftest import group_members as group_members  # re-exported for the client tests
 
 T = TypeVar("T")
 
@@ -46,23 +46,6 @@ async def aeventually(predicate: Callable[[], bool], *, timeout: float = WAIT_S,
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         await asyncio.sleep(0.01)
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes of a process group, from /proc."""
-    members: list[int] = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            data = Path(f"/proc/{entry}/stat").read_bytes()
-        except OSError:
-            continue
-        fields = data[data.rfind(b")") + 2 :].split()
-        state, pgrp = fields[0], int(fields[2])
-        if pgrp == pgid and state not in (b"Z", b"X"):
-            members.append(int(entry))
-    return members
 
 
 class Peer:

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from interrupt_sidecar_client import Coordinator, EventKind, ExecutionEvent, InterruptReason
 
-from tests.conftest import DaemonProcess, start_daemon
+from tests.conftest import DaemonProcess, group_members, start_daemon
 
 from .conftest import LANGUAGES
 
@@ -169,23 +169,6 @@ def eventually(check: Callable[[], bool], what: str, timeout: float = 10.0) -> N
         time.sleep(0.01)
 
 
-def group_alive(pgid: int) -> bool:
-    """True while a non-zombie process of group ``pgid`` exists (read from /proc)."""
-    with os.scandir("/proc") as entries:
-        names = [entry.name for entry in entries]
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
-
-
 # -- scenarios -------------------------------------------------------------------------
 
 
@@ -272,12 +255,12 @@ def process_group(stage: Stage) -> None:
     started = driver.expect("started")
     pid, pgid = started["pid"], started["pgid"]
     assert pid == pgid, f"the helper must start the child as the leader of a new group: {started}"
-    assert group_alive(pgid)
+    assert group_members(pgid)
     stage.coordinator.interrupt(turn.execution_id, reason=InterruptReason.USER_SIGINT)
     driver.expect("cancelled", reason="USER_SIGINT")
     driver.expect("child_exited")
     driver.finish()
-    eventually(lambda: not group_alive(pgid), f"process group {pgid} to be gone")
+    eventually(lambda: not group_members(pgid), f"process group {pgid} to be gone")
     stage.coordinator.end(turn.execution_id)
 
 

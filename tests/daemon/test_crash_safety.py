@@ -26,23 +26,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from interrupt.v1 import interrupt_pb2 as pb
 from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
-from tests.conftest import ROOT, DaemonProcess, start_daemon
+from tests.conftest import ROOT, DaemonProcess, group_members, start_daemon
 from tests.daemon.wire import RawTool, Watch, eventually
-
-
-def group_alive(pgid: int) -> bool:
-    """True while a non-zombie member of ``pgid`` exists."""
-    with os.scandir("/proc") as entries:
-        pids = [e.name for e in entries if e.name.isdigit()]
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
 
 
 @dataclass
@@ -311,9 +296,9 @@ async def crash_iteration(daemon: Daemon, sleepers: list[Sleeper], point: int) -
         await eventually(groups["tripped"].dead, timeout=5.0)
     else:
         assert not (await daemon.get(tripped.execution_id)).cancelled
-        assert group_alive(groups["tripped"].pgid)
+        assert group_members(groups["tripped"].pgid)
     # Untripped with a live holder, and untripped unheld: nothing of theirs was killed.
-    assert group_alive(groups["held"].pgid) and group_alive(groups["idle"].pgid)
+    assert group_members(groups["held"].pgid) and group_members(groups["idle"].pgid)
     assert not (await daemon.get(held.execution_id)).cancelled
     assert not (await daemon.get(idle.execution_id)).cancelled
     again.close()
