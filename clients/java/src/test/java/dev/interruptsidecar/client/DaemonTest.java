@@ -125,8 +125,13 @@ class DaemonTest {
     try (ToolRun run = tool(turn, InterruptBehavior.THREAD_INTERRUPT).attach()) {
       CountDownLatch ran = new CountDownLatch(2);
       run.registrar().register("before", ran::countDown);
-      coordinator.interrupt(turn.executionId(), InterruptReason.TASK_CANCELLED, "");
+      // The interrupt comes from another thread, as from an agent: the trip interrupts this
+      // (the registering) thread, which would otherwise race the Interrupt call's own answer.
+      Thread agent = new Thread(
+          () -> coordinator.interrupt(turn.executionId(), InterruptReason.TASK_CANCELLED, ""));
+      agent.start();
       assertThrows(InterruptedException.class, () -> Thread.sleep(10_000), "the worker is interrupted");
+      agent.join(5_000);
       run.registrar().register("after", ran::countDown);
       assertTrue(ran.await(5, TimeUnit.SECONDS));
     }
