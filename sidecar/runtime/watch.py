@@ -59,11 +59,16 @@ class WatchHub:
         self._sequence: dict[str, int] = {}
         self._subscribers: dict[str, set[Subscription]] = {}
 
-    def publish(self, execution_id: str, payload: EventPayload) -> ExecutionEvent:
+    def publish(self, execution_id: str, payload: EventPayload) -> ExecutionEvent | None:
+        """Number the event and hand it to the execution's watchers; None when it has none
+        (the number is still taken, so a later watcher's snapshot counts it)."""
         sequence = self._sequence.get(execution_id, 0) + 1
         self._sequence[execution_id] = sequence
+        subscribers = self._subscribers.get(execution_id)
+        if not subscribers:
+            return None
         event = ExecutionEvent(execution_id, sequence, self._clock.now(), payload)
-        for subscription in self._subscribers.get(execution_id, ()):
+        for subscription in subscribers:
             subscription._push(event)
         return event
 

@@ -18,6 +18,12 @@ from sidecar.services import convert
 from sidecar.services import validation as v
 from sidecar.services.status import Context, abort, maps_errors
 
+#: The reason an Interrupt by session or task gets when the caller names none.
+_DEFAULT_REASONS: dict[str | None, InterruptReason] = {
+    "session_id": InterruptReason.SESSION_RELEASED,
+    "task_id": InterruptReason.TASK_CANCELLED,
+}
+
 
 class RemoteParents(Protocol):
     """Follows parents that live in other daemons (implemented by ``sidecar.federation``)."""
@@ -80,19 +86,22 @@ class CoordinatorService(pb_grpc.CoordinatorServiceServicer):
 
     @maps_errors
     async def Interrupt(self, request: pb.InterruptRequest, context: Context) -> pb.InterruptResponse:
+        # The cancel's path: everything before let_writers_start() delays every tool's cancel,
+        # so it does the least it can (lookups, no Enum calls, ids checked only on a miss).
         target = request.WhichOneof("target")
         # A released session or a cancelled task names its own reason when the caller does not.
-        default = {"session_id": InterruptReason.SESSION_RELEASED, "task_id": InterruptReason.TASK_CANCELLED}.get(
-            target or ""
-        )
-        reason = default if (default is not None and request.reason == 0) else v.reason(request.reason)
+        default = _DEFAULT_REASONS.get(target) if request.reason == 0 else None
+        reason = default if default is not None else v.reason(request.reason)
         detail = v.detail(request.detail)
         outcomes: list[InterruptOutcome]
         if target == "execution_id":
-            execution_id = v.identifier(request.execution_id, "execution_id", required=True)
+            execution_id = request.execution_id
             try:
                 outcomes = [self._coordinator.interrupt_execution(execution_id, reason, detail)]
             except NotFound:
+                # Every id the coordinator holds was checked when it began: a malformed
+                # one can only miss, and is refused as malformed rather than unknown.
+                v.identifier(execution_id, "execution_id", required=True)
                 self._trip_path.observer.interrupt_requested(reason, "not_found")
                 raise
             except FailedPrecondition:
@@ -110,6 +119,7 @@ class CoordinatorService(pb_grpc.CoordinatorServiceServicer):
                 self._trip_path.observer.interrupt_requested(reason, "not_found")
         else:
             raise InvalidArgument("name a target: execution_id, context_id, session_id or task_id")
+        await self._trip_path.let_writers_start()
         self._observe(reason, outcomes)
         return pb.InterruptResponse(
             outcomes=[

@@ -49,6 +49,9 @@ def text(value: str, field: str, *, max_chars: int = MAX_NAME_CHARS) -> str:
 
 
 def detail(value: str, field: str = "detail") -> str:
+    # A character is at most 4 bytes in UTF-8: a short string needs no encoding to pass.
+    if len(value) * 4 <= MAX_DETAIL_BYTES:
+        return value
     size = len(value.encode())
     if size > MAX_DETAIL_BYTES:
         raise InvalidArgument(f"{field} is {size} bytes long; at most {MAX_DETAIL_BYTES} are allowed")
@@ -83,13 +86,18 @@ def duration_ns(d: Duration, field: str, *, minimum_ns: int, maximum_ns: int) ->
     return ns
 
 
+#: A dict lookup rather than ``InterruptReason(value)``: this runs on every Interrupt,
+#: before its cancel is written, and the Enum call costs several times as much.
+_REASONS: dict[int, InterruptReason] = {int(r): r for r in InterruptReason}
+
+
 def reason(value: int) -> InterruptReason:
+    found = _REASONS.get(value)
+    if found is not None:
+        return found
     if value == 0:
         raise InvalidArgument("reason is required: every interrupt must say why (e.g. INTERRUPT_REASON_USER_SIGINT)")
-    try:
-        return InterruptReason(value)
-    except ValueError:
-        raise InvalidArgument(f"reason {value} is not an InterruptReason (1-9)") from None
+    raise InvalidArgument(f"reason {value} is not an InterruptReason (1-9)")
 
 
 def behavior(value: int) -> InterruptBehavior:
