@@ -146,6 +146,12 @@ class RemoteParentFollower:
             self._trip_path.observer.holder_lost()
         execution.trip(reason, detail)
 
+    async def _trip_first(self, execution: Execution, reason: InterruptReason, detail: str) -> None:
+        """Trip, then let the woken writers (the child's tools, its own remote children)
+        start before this task goes on to cancel the parent's stream."""
+        self._trip(execution, reason, detail)
+        await self._trip_path.let_writers_start()
+
     async def _follow(self, execution: Execution, parent: RemoteParent) -> None:
         where = f"remote parent {parent.execution_id!r} at {parent.address}"
         unreachable_s = (parent.unreachable_after_ns or self._default_unreachable_ns) / 1e9
@@ -162,17 +168,19 @@ class RemoteParentFollower:
                     kind = event.WhichOneof("event")
                     if kind == "snapshot" and (event.snapshot.cancelled or event.snapshot.ended):
                         state = "was cancelled" if event.snapshot.cancelled else "has ended"
-                        self._trip(execution, InterruptReason.PARENT_CANCELLED, f"{where} {state}")
+                        await self._trip_first(execution, InterruptReason.PARENT_CANCELLED, f"{where} {state}")
                         return
                     if kind == "tripped":
                         detail = event.tripped.detail or InterruptReason(event.tripped.reason).name
-                        self._trip(execution, InterruptReason.PARENT_CANCELLED, f"{where} tripped: {detail}")
+                        await self._trip_first(
+                            execution, InterruptReason.PARENT_CANCELLED, f"{where} tripped: {detail}"
+                        )
                         return
                     if kind == "ended":
-                        self._trip(execution, InterruptReason.PARENT_CANCELLED, f"{where} ended")
+                        await self._trip_first(execution, InterruptReason.PARENT_CANCELLED, f"{where} ended")
                         return
                 # The parent's watch ends only when the parent is done.
-                self._trip(execution, InterruptReason.PARENT_CANCELLED, f"{where} is done")
+                await self._trip_first(execution, InterruptReason.PARENT_CANCELLED, f"{where} is done")
                 return
             except grpc.aio.AioRpcError as err:
                 if err.code() == grpc.StatusCode.NOT_FOUND:

@@ -47,8 +47,8 @@ _GONE_TIMEOUT_S = 10.0
 #: While waiting for a tree to go, rescan /proc at least this often: a member may fork or a
 #: descendant may escape the group, and those have no pidfd yet.
 _RESCAN_S = 0.05
-#: Up to this many cancels queued by one trip, the tripping RPC lets the writers start
-#: before it answers (each costs the answer one write submission, ~20-30 µs).
+#: Up to this many writers woken by one trip, the tripping RPC lets them start before it
+#: answers (each costs the answer one write submission, ~20-30 µs).
 _YIELD_TO_WRITERS_UP_TO = 8
 
 
@@ -97,8 +97,9 @@ class TripPath:
         self._timers: dict[str, _Timers] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
-        #: Cancels handed to stream outboxes since the last ``let_writers_start``.
-        self._cancels_queued = 0
+        #: Stream writers a trip woke (cancels queued, watchers told) since the last
+        #: ``let_writers_start``.
+        self._writers_woken = 0
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -165,7 +166,7 @@ class TripPath:
             # A tool whose run already ended (unwound, detached) has nothing to stop.
             if not tool.closed and tool.behavior.receives_cancel and tool.sink is not None:
                 tool.sink.send_cancel(trip, deadline)
-                self._cancels_queued += 1
+                self._writers_woken += 1
         timers = self._timers.get(execution.execution_id)
         if timers is None:
             timers = self._timers[execution.execution_id] = _Timers()
@@ -173,7 +174,9 @@ class TripPath:
             if handle is not None:
                 handle.cancel()
         timers.budget = timers.lease = timers.holder = None
-        self._hub.publish(execution.execution_id, events.Tripped(trip.reason, trip.detail, trip.at, deadline))
+        watched = self._hub.publish(execution.execution_id, events.Tripped(trip.reason, trip.detail, trip.at, deadline))
+        if watched is not None:  # its watchers (a remote child's daemon among them) were woken
+            self._writers_woken += 1
         if not execution.ended:
             timers.grace = self._call_at(deadline, lambda: self._grace_check(execution))
         # The process-group kills (run_terminator, next) come after this write: a crash
@@ -184,17 +187,16 @@ class TripPath:
 
     async def let_writers_start(self) -> None:
         """Called by the RPC that tripped, before it answers: yield once to the loop when
-        the trip handed its cancel to a handful of streams.
+        the trip woke a handful of stream writers (tools' cancels, watchers' events).
 
-        Each stream's writer was woken by the cancel; yielding lets it run up to its
-        ``context.write``, which hands the bytes to grpc core and yields back. Without
-        this the writers wait until grpc has finished answering the RPC (building,
-        serializing and submitting the response: about 70 µs here), all of it on the
-        cancel's path. With many streams every writer would run before the answer, so
-        a large fan-out answers first and lets the writers follow.
+        Each woken writer runs up to its ``context.write``, which hands the bytes to grpc
+        core and yields back. Without this the writers wait until grpc has finished
+        answering the RPC (building, serializing and submitting the response: about
+        70 us here), all of it on the cancel's path. With many streams every writer would
+        run before the answer, so a large fan-out answers first and lets them follow.
         """
-        queued, self._cancels_queued = self._cancels_queued, 0
-        if 0 < queued <= _YIELD_TO_WRITERS_UP_TO:
+        woken, self._writers_woken = self._writers_woken, 0
+        if 0 < woken <= _YIELD_TO_WRITERS_UP_TO:
             await asyncio.sleep(0)
 
     def run_terminator(self, terminator: Terminator, trip: Trip) -> None:
