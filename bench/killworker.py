@@ -93,6 +93,12 @@ class Reaper:
         return stamp
 
 
+async def _read_stamped(call: Any) -> tuple[Any, int]:
+    """The stream's next message and the CLOCK_MONOTONIC moment it was read."""
+    message = await call.read()
+    return message, time.monotonic_ns()
+
+
 def _settle(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
@@ -164,14 +170,16 @@ class DaemonKill:
         out.queue.put_nowait(pb.ToolMessage(register_terminator=register))
         registered = await asyncio.wait_for(call.read(), RECV_TIMEOUT_S)
         assert registered.HasField("terminator_registered"), registered
+        # The tool's own cancel, read as it arrives: the kill must not delay it.
+        cancel_read = asyncio.ensure_future(_read_stamped(call))
         fired = time.monotonic_ns()
         await self.coordinator.Interrupt(
             pb.InterruptRequest(execution_id=begun.execution_id, reason=pb.INTERRUPT_REASON_USER_SIGINT)
         )
         gone_mono, gone_wall = await reaper.gone(pids)
-        cancel = await asyncio.wait_for(call.read(), RECV_TIMEOUT_S)
+        cancel, cancel_at = await asyncio.wait_for(cancel_read, RECV_TIMEOUT_S)
         assert cancel.HasField("cancel"), cancel
-        result = {"trip_to_reaped": (gone_mono - fired) / 1e6}
+        result = {"trip_to_reaped": (gone_mono - fired) / 1e6, "trip_to_cancel": (cancel_at - fired) / 1e6}
         if kind == "ignores_term":
             result["grace_expiry_to_reaped"] = (gone_wall - cancel.cancel.grace_deadline.ToNanoseconds()) / 1e6
         while True:

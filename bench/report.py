@@ -94,8 +94,8 @@ def markdown(results: dict[str, Any]) -> str:
             f"## 4. Kill (trip → every process of the tree reaped; grace {k['grace_ms']} ms, {k['loop']})",
             "",
             "| tree | daemon | bare killpg + waitpid | ratio | killpg + pidfd | daemon-reported gone "
-            "| daemon CPU/kill |",
-            "|---|---|---|---|---|---|---|",
+            "| cancel to the tool | daemon CPU/kill |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for kind in ("polite", "tree10", "ignores_term"):
             e = k.get(kind)
@@ -103,6 +103,7 @@ def markdown(results: dict[str, Any]) -> str:
                 lines.append(
                     f"| {kind} | {_q(e['daemon'])} | {_q(e['floor_killpg_waitpid'])} | {_r(e['ratio_to_floor'])} | "
                     f"{_q(e['floor_killpg_pidfd'])} | {_q(e['daemon_reported_gone'])} | "
+                    f"{_q(e['daemon_cancel_to_tool']) if 'daemon_cancel_to_tool' in e else '—'} | "
                     f"{e['daemon_cpu_ms_per_kill']:.2f} ms |"
                 )
         e = k.get("ignores_term")
