@@ -2,16 +2,19 @@
 
 1. ``Execution.trip`` (domain) flips the single-shot signal and, on the winning
    call only, calls ``TripPath.tripped`` and then ``TripPath.run_terminator``
-   for each terminator in registration order. The RPC that asked for the trip
-   is answered right after; nothing here awaits.
+   for each terminator in registration order. Nothing here awaits; the RPC that
+   asked for the trip then calls ``let_writers_start`` (one turn of the loop for
+   the woken writers and queued kills) and answers.
 2. ``tripped``: the ``Tripped`` event goes to watchers; a cancel message is put
    in the outbox of every attached interruptible tool (each stream has its own
    bounded outbox and writer, so a slow or dead tool delays nobody); the
    budget and lease timers are disarmed; a grace timer is armed.
 3. ``run_terminator``: a callback terminator becomes a ``run_terminator``
-   message on its tool's stream; a process-group terminator is signalled here
-   through the OS edge (polite signal + SIGCONT), with SIGKILL armed for
-   ``kill_after`` (default: the grace) and a watcher that reports the group gone.
+   message on its tool's stream; a process-group terminator is queued for the
+   loop's next turn (after the stream writers the trip woke, so its /proc survey
+   delays no cancel) and then signalled through the OS edge (freeze, polite
+   signal + SIGCONT), with SIGKILL armed for ``kill_after`` (default: the grace,
+   counted from the trip) and a watcher that reports the group gone.
 4. The grace timer marks every interruptible tool that has not reported
    unwound as a grace overrun (an event on WatchExecution).
 5. Child executions trip through the same path (the coordinator's cascade
@@ -67,13 +70,22 @@ class _KillJob:
     escalated: bool = False
 
 
+@dataclass(eq=False)
+class _QueuedKill:
+    """A process-group kill queued behind its trip's stream writers (see ``run_terminator``)."""
+
+    execution_id: str
+
+
 @dataclass
 class _Timers:
     budget: asyncio.TimerHandle | None = None
     lease: asyncio.TimerHandle | None = None
     grace: asyncio.TimerHandle | None = None
     holder: asyncio.TimerHandle | None = None
-    kills: set[_KillJob] = field(default_factory=set)
+    #: Kills in flight, queued ones included: the execution's events stay open until
+    #: they are done, and shutdown waits for them.
+    kills: set[_KillJob | _QueuedKill] = field(default_factory=set)
 
 
 class TripPath:
@@ -100,6 +112,8 @@ class TripPath:
         #: Stream writers a trip woke (cancels queued, watchers told) since the last
         #: ``let_writers_start``.
         self._writers_woken = 0
+        #: Process-group kills queued since the last ``let_writers_start``.
+        self._kills_queued = 0
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -196,7 +210,10 @@ class TripPath:
         run before the answer, so a large fan-out answers first and lets them follow.
         """
         woken, self._writers_woken = self._writers_woken, 0
-        if 0 < woken <= _YIELD_TO_WRITERS_UP_TO:
+        kills, self._kills_queued = self._kills_queued, 0
+        # Queued kills always get their turn before the answer: an Interrupt that returns
+        # has had its process groups signalled.
+        if 0 < woken <= _YIELD_TO_WRITERS_UP_TO or kills:
             await asyncio.sleep(0)
 
     def run_terminator(self, terminator: Terminator, trip: Trip) -> None:
@@ -206,7 +223,27 @@ class TripPath:
                 tool.sink.send_run_terminator(terminator.terminator_id)
                 self.observer.terminator_run("callback")
             return
-        self._start_kill(terminator, terminator.spec, trip)
+        # The kill starts on the loop's next turn, after the stream writers this trip woke:
+        # its freeze-and-survey of /proc (~10 us a process on the host) would otherwise
+        # come before every cancel of the execution. It is held in ``kills`` meanwhile.
+        # (The journal already has the trip: a crash before the kill still has it done.)
+        queued = _QueuedKill(tool.execution.execution_id)
+        timers = self._timers.get(queued.execution_id)
+        if timers is None:
+            timers = self._timers[queued.execution_id] = _Timers()
+        timers.kills.add(queued)
+        self._kills_queued += 1
+        self.loop.call_soon(self._run_queued_kill, queued, terminator, terminator.spec, trip)
+
+    def _run_queued_kill(self, queued: _QueuedKill, terminator: Terminator, spec: ProcessGroupSpec, trip: Trip) -> None:
+        try:
+            self._start_kill(terminator, spec, trip)
+        finally:
+            timers = self._timers.get(queued.execution_id)
+            if timers is not None:
+                timers.kills.discard(queued)
+            if terminator.tool.execution.ended:
+                self._maybe_done(queued.execution_id)
 
     def tool_attached(self, tool: ToolRun) -> None:
         self.observer.tool_attached(tool.behavior)
