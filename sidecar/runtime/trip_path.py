@@ -5,10 +5,11 @@
    for each terminator in registration order. Nothing here awaits; the RPC that
    asked for the trip then calls ``let_writers_start`` (one turn of the loop for
    the woken writers and queued kills) and answers.
-2. ``tripped``: the ``Tripped`` event goes to watchers; a cancel message is put
-   in the outbox of every attached interruptible tool (each stream has its own
-   bounded outbox and writer, so a slow or dead tool delays nobody); the
-   budget and lease timers are disarmed; a grace timer is armed.
+2. ``tripped``: a cancel message is put in the outbox of every attached
+   interruptible tool first (each stream has its own bounded outbox and writer,
+   so a slow or dead tool delays nobody); then the budget and lease timers are
+   disarmed, the ``Tripped`` event goes to watchers, a grace timer is armed and
+   the journal records the trip.
 3. ``run_terminator``: a callback terminator becomes a ``run_terminator``
    message on its tool's stream; a process-group terminator is queued for the
    loop's next turn (after the stream writers the trip woke, so its /proc survey
@@ -207,7 +208,8 @@ class TripPath:
         core and yields back. Without this the writers wait until grpc has finished
         answering the RPC (building, serializing and submitting the response: about
         70 us here), all of it on the cancel's path. With many streams every writer would
-        run before the answer, so a large fan-out answers first and lets them follow.
+        run before the answer, so a large fan-out answers first and lets them follow —
+        unless process-group kills are queued, which always run before the answer.
         """
         woken, self._writers_woken = self._writers_woken, 0
         kills, self._kills_queued = self._kills_queued, 0
