@@ -128,8 +128,10 @@ describe("against a real daemon", { skip, timeout: 60_000 }, () => {
     assert.equal(run.executionId, turn.executionId);
     assert.equal(run.graceMs, 500);
     const waiting = sleep(30_000, undefined, { signal: run.signal });
-    await interrupt(turn.executionId, pb.InterruptReason.INTERRUPT_REASON_USER_SIGINT, "Ctrl+C");
-    await assert.rejects(waiting, (error: unknown) => {
+    // Expect the rejection before interrupting: the cancel and the Interrupt's answer travel
+    // on different streams, and the daemon writes the cancel first, so `waiting` may reject
+    // before `interrupt` resolves (and would be an unhandled rejection until then).
+    const rejected = assert.rejects(waiting, (error: unknown) => {
       const cancelled = cancelledExecutionOf(error);
       assert.ok(cancelled instanceof CancelledExecution);
       assert.equal(cancelled, run.signal.reason);
@@ -137,6 +139,8 @@ describe("against a real daemon", { skip, timeout: 60_000 }, () => {
       assert.equal(cancelled.detail, "Ctrl+C");
       return true;
     });
+    await interrupt(turn.executionId, pb.InterruptReason.INTERRUPT_REASON_USER_SIGINT, "Ctrl+C");
+    await rejected;
     assert.equal(run.cancellation?.reason, "USER_SIGINT");
     assert.ok(run.cancellation?.trippedAt instanceof Date);
     assert.throws(() => run.checkpoint(), CancelledExecution);
@@ -163,8 +167,10 @@ describe("against a real daemon", { skip, timeout: 60_000 }, () => {
       await sleep(30_000, undefined, { signal: run.signal });
     });
     await events.until("toolAttached");
+    // Expected before interrupting: the body may reject before the Interrupt's answer arrives.
+    const rejected = assert.rejects(body, (error: unknown) => cancelledExecutionOf(error)?.reason === "TASK_CANCELLED");
     await interrupt(turn.executionId, pb.InterruptReason.INTERRUPT_REASON_TASK_CANCELLED);
-    await assert.rejects(body, (error: unknown) => cancelledExecutionOf(error)?.reason === "TASK_CANCELLED");
+    await rejected;
     const unwound = await events.until("toolUnwound");
     assert.equal(unwound.event?.$case === "toolUnwound" && unwound.event.toolUnwound.outcome, pb.ToolOutcome.TOOL_OUTCOME_INTERRUPTED);
     events.stop();
