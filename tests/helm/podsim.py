@@ -85,6 +85,11 @@ def tool(report: Path) -> None:
         run.registrar.register_process_group(os.getpgid(0), kill_after=0.5)
         _write(report / "tool.json", {"pid": os.getpid(), "pgid": os.getpgid(0), "sleep_pid": child.pid})
         cancelled = run.signal.event.wait(60)
+        # The cancel is written before the group is signalled, so the SIGTERM follows it
+        # (within a millisecond or so); wait for it, but well before SIGKILL at kill_after.
+        sigterm_by = time.monotonic() + 0.4
+        while not terminated and time.monotonic() < sigterm_by:
+            time.sleep(POLL_S)
         _write(
             report / "tool-cancel.json",
             {
