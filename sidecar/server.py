@@ -48,7 +48,7 @@ SERVICE_NAMES = (
 
 # Dead peers must be noticed: gRPC's default server keepalive is two hours.
 #: Garbage-collector thresholds (CPython's defaults: 700, 10, 10). See _tune_garbage_collector.
-_GC_GEN0, _GC_GEN1, _GC_GEN2 = 20_000, 20, 100
+_GC_GEN0, _GC_GEN1, _GC_GEN2 = 5_000, 50, 100
 
 # A crashed local peer closes its socket at once; keepalive is for the peer that vanished
 # without closing (a partitioned network, a frozen VM): a ping every 4 s answered within
@@ -373,8 +373,13 @@ def _tune_garbage_collector() -> None:
     With thousands of streams the heap holds hundreds of thousands of long-lived objects,
     and a full (generation 2) collection of them took 80-130 ms here: a pause every
     interrupt in flight would wait for. Objects made at start-up are frozen out of every
-    collection, and the thresholds are raised so collections run rarely; reference counting
-    still frees everything that is not in a cycle at once.
+    collection, and generations 1 and 2 run rarely; reference counting still frees
+    everything that is not in a cycle at once (grpc leaves a small cycle per RPC, so
+    generation 0 must still run).
+
+    A generation-0 pass costs ~0.25 us per young object, so its threshold sets the pause:
+    at 20,000 the passes took 2-6 ms under churn (35 ms while 1,000 streams attached) and
+    set the p99 under load; at 5,000 they are a quarter of that, four times as often.
     """
     gc.collect()
     gc.freeze()
