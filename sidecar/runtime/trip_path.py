@@ -485,16 +485,24 @@ class TripPath:
     async def _wait_readable(self, fds: list[int], timeout: float) -> None:
         """Wait until every fd is readable (each process exited) or ``timeout``; closes them."""
         loop = self.loop
+
+        def on_exit(fd: int, exited: asyncio.Future[None]) -> None:
+            # A pidfd stays readable once its process has exited, and readers are level-
+            # triggered: left registered, this would be called on every loop turn until the
+            # last process exits, spinning a core while the rest of the tree is dying.
+            loop.remove_reader(fd)
+            _settle(exited)
+
         pending: list[asyncio.Future[None]] = []
         try:
             for fd in fds:
                 exited: asyncio.Future[None] = loop.create_future()
-                loop.add_reader(fd, _settle, exited)
+                loop.add_reader(fd, on_exit, fd, exited)
                 pending.append(exited)
             await asyncio.wait(pending, timeout=timeout)
         finally:
             for fd in fds:
-                loop.remove_reader(fd)
+                loop.remove_reader(fd)  # a no-op for those that fired
                 os.close(fd)
 
     def _publish_gone(self, job: _KillJob) -> None:

@@ -27,6 +27,9 @@ Options:
 ``--uid UID``         the whole tree runs as UID (the root drops to it first; needs root).
 ``--non-dumpable``    the root calls ``prctl(PR_SET_DUMPABLE, 0)`` (as ssh-agent and gpg-agent
                       do): the kernel then shows its ``/proc/PID`` as owned by root.
+``--exit-stagger-ms MS``  with ``exit``, the process numbered N (root 0, then each level
+                      in order: the root's children 1..k, ...) exits N × MS after SIGTERM:
+                      a tree whose members keep exiting one by one.
 ``--exit-now``        the root exits with ``--exit-code`` right after reporting.
 """
 
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import json
 import os
 import signal
@@ -74,13 +78,20 @@ class Sink:
         # One write of a short line to an O_APPEND file: lines of concurrent processes never interleave.
         os.write(self.report_fd, (line + "\n").encode())
 
-    def on_term(self, action: str) -> None:
+    def on_term(self, action: str, ordinal: int = 0) -> None:
         if action == "ignore":
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         elif action == "exit":
             code = self.args.exit_code
-            # os._exit: a forked child must not run the parent's atexit handlers or flush its buffers.
-            signal.signal(signal.SIGTERM, lambda _signum, _frame: os._exit(code))
+            delay_s = ordinal * self.args.exit_stagger_ms / 1000
+
+            def exit_later(_signum: int, _frame: object) -> None:
+                if delay_s:
+                    time.sleep(delay_s)
+                # os._exit: a forked child must not run the parent's atexit handlers or flush its buffers.
+                os._exit(code)
+
+            signal.signal(signal.SIGTERM, exit_later)
         else:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
@@ -97,7 +108,7 @@ class Sink:
                 os._exit(0)
         return pid
 
-    def node(self, depth: int) -> None:
+    def node(self, depth: int, ordinal: int = 0) -> None:
         """A process of the tree at ``depth`` (0 = root): set up, report, spawn, then live."""
         role = {0: "root", 1: "child", 2: "grandchild"}.get(depth, f"depth{depth}")
         escaped = depth == 2 and self.args.escape != "none"
@@ -106,12 +117,13 @@ class Sink:
                 os.setsid()
             else:
                 os.setpgid(0, 0)
-        self.on_term(self.args.escaped_term if escaped else self.args.term)
+        self.on_term(self.args.escaped_term if escaped else self.args.term, ordinal)
         self.report(role, depth)
         shape = self.args.tree
         if depth < len(shape):
-            for _ in range(shape[depth]):
-                self.fork(lambda: self.node(depth + 1))
+            for i in range(shape[depth]):
+                # Numbered level by level in a full tree: the root's children 1..k, and so on.
+                self.fork(functools.partial(self.node, depth + 1, ordinal * shape[depth] + i + 1))
         if depth == 0 and self.args.foreign_member is not None:
             self.fork(self.foreign_member)
         self.maybe_stop(role)
@@ -174,6 +186,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--non-dumpable", action="store_true")
     p.add_argument("--exit-code", type=int, default=0)
     p.add_argument("--exit-now", action="store_true")
+    p.add_argument("--exit-stagger-ms", type=float, default=0.0)
     args = p.parse_args(argv)
     if args.escaped_term is None:
         args.escaped_term = args.term

@@ -3,13 +3,18 @@ process tree (the kitchen sink), with the tree verified gone through /proc after
 
 from __future__ import annotations
 
+import asyncio
+import os
 import signal
+import time
 from pathlib import Path
 
 import grpc
 import pytest
 from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
+from tests.conftest import DaemonProcess
+from tests.daemon.wire import eventually
 from tests.termination.support import (
     DeathClock,
     begin,
@@ -109,6 +114,47 @@ async def test_grandchildren_that_left_the_group_are_killed(
         else:
             assert record.signals == [(sink.pgid, TERM, False)]
             assert record.gone_latency_ns < grace_s * 1e9
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far (/proc/PID/stat fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        fields = f.read().rsplit(b")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def test_waiting_on_a_tree_that_exits_one_by_one_leaves_the_daemon_idle(
+    daemon: DaemonProcess, channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceAsyncStub, workdir: Path
+) -> None:
+    # After SIGTERM the members exit one every 25 ms while the daemon waits on their
+    # pidfds. A pidfd stays readable once its process has exited, so a reader left
+    # registered on it is called back on every loop turn: the daemon would spin a core
+    # until the wait's next rescan, and with exits this close together, all the time
+    # (that bug shipped once, and also slowed the very kill it was watching).
+    members, stagger_ms, grace_s = 40, 25, 10.0
+    args = ["--tree", str(members), "--term", "exit", "--exit-stagger-ms", str(stagger_ms)]
+    with kitchen_sink(workdir, *args) as sink:
+        processes = await sink.reported(1 + members)
+        begun = await begin(stub, grace_s)
+        await registered_group(channel, begun.attach_token, sink.pgid)
+        deaths = DeathClock()
+        for p in processes:
+            deaths.watch(p["pid"], p["start"])
+        try:
+            tripping = asyncio.ensure_future(trip(stub, begun.execution_id))
+            await eventually(lambda: sink.pgid in deaths.died_at, 5)
+            cpu_before, wall_before = cpu_seconds(daemon.pid), time.monotonic()
+            await eventually(lambda: len(deaths.died_at) == len(processes), 10)
+            cpu_used, wall = cpu_seconds(daemon.pid) - cpu_before, time.monotonic() - wall_before
+            record = await asyncio.wait_for(tripping, 10)
+        finally:
+            deaths.close()
+        assert record.signals == [(sink.pgid, TERM, False)]
+        assert wall > members * stagger_ms / 1e3 / 2, f"the tree was gone in {wall:.2f} s: the test proves nothing"
+        # Waiting costs a wake-up per exit and a rescan every 50 ms, a few % of a core;
+        # a spinning loop takes most of one.
+        assert cpu_used < 0.25 * wall, f"the daemon used {cpu_used:.2f} s of CPU in {wall:.2f} s of waiting"
+        await sink.all_gone()
 
 
 async def test_stopped_processes_get_sigcont_and_handle_sigterm(
