@@ -92,9 +92,22 @@ class ProcessTree:
 
     def _survey(self) -> tuple[list[procfs.ProcStat], list[procfs.ProcStat], bool]:
         """(live members, live escaped descendants, whether the pgid is still the pinned group)."""
+        pgid = self.identity.pgid
+        # The scan is incremental: which processes exist and their parents are current, but
+        # a live process's group is as of its last read. Everything the tree may hold (the
+        # members then, the escaped, everything below them) is read again before deciding.
         processes = procfs.scan()
-        members = procfs.group_members(processes, self.identity.pgid)
+        candidates = [p.pid for p in procfs.group_members(processes, pgid)]
+        candidates += [pid for pid in self.escaped if pid in processes]
+        candidates += [p.pid for p in procfs.descendants(processes, candidates)]
+        procfs.refresh(processes, candidates)
+        members = procfs.group_members(processes, pgid)
         same = ProcessGroups.still_same(self.identity)
+        if not members and same and _group_exists(pgid):
+            # A member the table does not know as one: a process that joined the group
+            # (setpgid) since its last read. Read everything.
+            processes = procfs.scan(full=True)
+            members = procfs.group_members(processes, pgid)
         # A recycled pgid's members are a stranger's: never root the descendant search there.
         roots = [m.pid for m in members] if same else []
         roots += [pid for pid in self.escaped if pid in processes]
@@ -133,6 +146,17 @@ class ProcessTree:
             if fd is not None:
                 fds.append(fd)
         return fds
+
+
+def _group_exists(pgid: int) -> bool:
+    """Whether any process (zombies included) is in group ``pgid``: signal 0 tests, sends nothing."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _status(members: list[procfs.ProcStat], escaped: list[procfs.ProcStat]) -> TreeStatus:
@@ -183,7 +207,7 @@ class ProcessGroups:
                 "init_group",
                 f"process group {pgid} is the group of PID 1 of this PID namespace; refusing to register it",
             )
-        members = procfs.group_members(procfs.scan(), pgid)
+        members = procfs.group_members(procfs.scan(full=True), pgid)
         if not members:
             raise _refusal(
                 NotFound,

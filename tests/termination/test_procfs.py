@@ -1,86 +1,212 @@
-"""The OS edge's /proc reader: a scan keeps stat files open between scans (``pread`` instead
-of open/read/close), and must never describe a process from a file that outlived it."""
+"""The OS edge's /proc reader: a table kept current between scans by reading only what may
+have changed (new processes, the exited and their re-parented children, zombies), through
+stat files kept open and pidfds watched in one epoll set. It must never describe a process
+from a descriptor that outlived it, and a tree survey must still see group changes."""
 
 from __future__ import annotations
 
 import os
 import resource
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from sidecar.osedge import procfs
+from sidecar.osedge.process_groups import ProcessGroups
 
 pytestmark = pytest.mark.timeout(30)
 
-
-def _spawn_sleeper() -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-
-
-def test_a_scan_sees_a_new_process_and_then_its_state_change_through_the_kept_file() -> None:
-    child = _spawn_sleeper()
-    try:
-        first = procfs.scan()
-        assert child.pid in first
-        assert child.pid in procfs._stat_files._fds, "the scan should keep the file open"
-        os.kill(child.pid, 19)  # SIGSTOP: the kept file must show the new state, not a copy
-        deadline = time.monotonic() + 10
-        while procfs.scan()[child.pid].state != "T":
-            assert time.monotonic() < deadline, "the stopped state never showed through the kept file"
-            time.sleep(0.01)
-        assert procfs.scan()[child.pid] == procfs.read_stat(child.pid)
-    finally:
-        child.kill()
-        child.wait()
+#: A child that sleeps; on each line from stdin it runs the command named by it.
+_COMMANDS = """
+import os, sys, time
+for line in sys.stdin:
+    cmd = line.strip()
+    if cmd == "fork":
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        print(pid, flush=True)
+    elif cmd.startswith("setpgid "):
+        os.setpgid(0, int(cmd.split()[1]))
+        print("ok", flush=True)
+    elif cmd == "exit":
+        os._exit(0)
+time.sleep(60)
+"""
 
 
-def test_a_gone_process_drops_out_of_the_scan_and_its_file_is_closed() -> None:
-    child = _spawn_sleeper()
+class Child:
+    """A scriptable child process (see _COMMANDS)."""
+
+    def __init__(self, *, new_group: bool = False) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _COMMANDS],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            process_group=0 if new_group else None,
+        )
+        self.pid = self.process.pid
+
+    def tell(self, command: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+
+    def ask(self, command: str) -> str:
+        self.tell(command)
+        assert self.process.stdout is not None
+        return self.process.stdout.readline().strip()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(10)
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                pipe.close()
+
+
+@pytest.fixture
+def spawn() -> Iterator[Callable[..., Child]]:
+    children: list[Child] = []
+
+    def start(**kwargs: bool) -> Child:
+        children.append(Child(**kwargs))
+        return children[-1]
+
+    yield start
+    for child in children:
+        child.stop()
+
+
+def _until(check: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 10
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def test_a_new_process_is_read_and_watched(spawn: Callable[..., Child]) -> None:
+    child = spawn()
+    procfs.scan()
     assert child.pid in procfs.scan()
-    fd = procfs._stat_files._fds[child.pid]
-    child.kill()
-    child.wait()
-    assert child.pid not in procfs.scan()
-    assert child.pid not in procfs._stat_files._fds
-    # Closed, not leaked (the number may since name another file, but not this one).
+    assert child.pid in procfs._table._stat_fds, "its stat file should be kept open"
+    assert child.pid in procfs._table._pidfds, "its exit should be watched"
+
+
+def test_a_group_change_shows_through_refresh_and_full_scans_not_through_the_table(
+    spawn: Callable[..., Child],
+) -> None:
+    child = spawn()
+    before = procfs.scan()[child.pid]
+    assert child.ask(f"setpgid {child.pid}") == "ok"
+    assert procfs.scan()[child.pid].pgrp == before.pgrp, "an update re-reads only what may have changed"
+    processes = procfs.scan()
+    procfs.refresh(processes, [child.pid])
+    assert processes[child.pid].pgrp == child.pid
+    assert procfs.scan(full=True)[child.pid].pgrp == child.pid
+
+
+def test_the_state_change_of_a_kept_process_shows_on_refresh(spawn: Callable[..., Child]) -> None:
+    child = spawn()
+    procfs.scan()
+    os.kill(child.pid, signal.SIGSTOP)
+
+    def stopped() -> bool:
+        processes = procfs.scan()
+        procfs.refresh(processes, [child.pid])
+        return processes[child.pid].state == "T"
+
+    _until(stopped, "the stopped state never showed through the kept file")
+    os.kill(child.pid, signal.SIGCONT)
+
+
+def test_children_of_an_exited_process_are_read_again_with_their_new_parent(spawn: Callable[..., Child]) -> None:
+    parent = spawn()
+    grandchild = int(parent.ask("fork"))
     try:
-        target = os.readlink(f"/proc/self/fd/{fd}")
-    except FileNotFoundError:
-        target = ""
-    assert target != f"/proc/{child.pid}/stat"
+        assert procfs.scan()[grandchild].ppid == parent.pid
+        parent.tell("exit")  # no answer: the forked child holds the pipe open
+        parent.process.wait(10)
+        processes = procfs.scan()
+        assert parent.pid not in processes
+        fresh = procfs.read_stat(grandchild)
+        assert fresh is not None and fresh.ppid != parent.pid
+        assert processes[grandchild].ppid == fresh.ppid, "a re-parented child must not keep its dead parent"
+    finally:
+        os.kill(grandchild, signal.SIGKILL)
 
 
-def test_a_kept_file_of_a_dead_process_reads_nothing_even_before_the_next_listing() -> None:
+def test_an_exited_process_is_dropped_and_its_descriptors_closed(spawn: Callable[..., Child]) -> None:
+    child = spawn()
+    assert child.pid in procfs.scan()
+    table = procfs._table
+    fds = (table._stat_fds[child.pid], table._pidfds[child.pid])
+    child.stop()
+    assert child.pid not in procfs.scan()
+    assert child.pid not in table._stat_fds and child.pid not in table._pidfds
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except FileNotFoundError:
+            target = ""
+        assert target not in (f"/proc/{child.pid}/stat", "anon_inode:[pidfd]")
+
+
+def test_a_zombie_is_read_again_until_it_is_reaped(spawn: Callable[..., Child]) -> None:
+    child = spawn()
+    procfs.scan()
+    child.process.kill()
+    _until(lambda: procfs.scan()[child.pid].zombie, "the zombie never showed")
+    child.process.wait(10)
+    assert child.pid not in procfs.scan()
+
+
+def test_a_kept_file_of_a_dead_process_reads_nothing_even_before_the_next_listing(
+    spawn: Callable[..., Child],
+) -> None:
     # The window a reused PID would fall into: the number is listed again (by the new
     # process), but the kept file pins the old process, so its read must fail, not answer.
-    child = _spawn_sleeper()
+    child = spawn()
     procfs.scan()
-    fd = procfs._stat_files._fds[child.pid]
-    child.kill()
-    child.wait()
+    fd = procfs._table._stat_fds[child.pid]
+    child.stop()
     with pytest.raises(ProcessLookupError):
         os.pread(fd, 1024, 0)
 
 
-@pytest.mark.parametrize(("cap", "soft_limit", "kept"), [(3, 1_000_000, 3), (4_096, 16, 4)])
-def test_the_kept_files_are_capped_and_take_at_most_a_quarter_of_the_open_file_limit(
+def test_a_process_that_joined_the_group_after_its_last_read_is_found(spawn: Callable[..., Child]) -> None:
+    # The table cannot see a live process change group; the survey asks the kernel whether
+    # the group still has processes when it knows no member, and reads everything then.
+    leader = spawn(new_group=True)
+    joiner = spawn()
+    groups = ProcessGroups()
+    tree = groups.tree(groups.pin(leader.pid))
+    procfs.scan()
+    assert joiner.ask(f"setpgid {leader.pid}") == "ok"
+    leader.stop()
+    status = tree.status()
+    assert status.members == 1 and status.processes[0][0] == joiner.pid
+
+
+@pytest.mark.parametrize(("cap", "soft_limit", "kept"), [(3, 1_000_000, 3), (2_048, 32, 4)])
+def test_the_table_is_capped_and_takes_at_most_a_quarter_of_the_open_file_limit(
     cap: int, soft_limit: int, kept: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The limit is reported, not set: lowering the real one would fail the other files
-    # this process holds open.
+    # Two descriptors an entry. The limit is reported, not set: lowering the real one would
+    # fail the other files this process holds open.
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     monkeypatch.setattr(resource, "getrlimit", lambda _which: (soft_limit, hard))
-    files = procfs._StatFiles(cap=cap)
-    try:
-        found = files.scan()
-        assert len(found) > kept, "this host should list more processes than the cap"
-        assert len(files._fds) == kept
-        # The next scan still reads every process (beyond the cap without keeping them).
-        assert len(files.scan()) > kept
-        assert len(files._fds) == kept
-    finally:
-        for fd in files._fds.values():
-            os.close(fd)
+    table = procfs._ProcessTable(cap=cap)
+    found = table.scan()
+    assert len(found) > kept, "this host should list more processes than the cap"
+    # Over the cap: every scan reads everything and keeps nothing.
+    assert not table._stat_fds and not table._pidfds
+    assert len(table.scan()) > kept
+    assert not table._stat_fds and not table._pidfds
