@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -63,6 +64,10 @@ class ToolSink(Protocol):
     """Where a tool's messages go (its stream's outbox). Must not block."""
 
     def send_cancel(self, trip: Trip, grace_deadline: Instant) -> None: ...
+
+    def cancel_written(self) -> Awaitable[None]:
+        """Done once the cancel has been handed to the transport, or the stream has ended."""
+        ...
 
     def send_run_terminator(self, terminator_id: str) -> None: ...
 

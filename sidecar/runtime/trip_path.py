@@ -3,8 +3,8 @@
 1. ``Execution.trip`` (domain) flips the single-shot signal and, on the winning
    call only, calls ``TripPath.tripped`` and then ``TripPath.run_terminator``
    for each terminator in registration order. Nothing here awaits; the RPC that
-   asked for the trip then calls ``let_writers_start`` (one turn of the loop for
-   the woken writers and queued kills) and answers.
+   asked for the trip then calls ``let_writers_start`` (the woken writers and
+   queued kills go first; up to eight tools' cancels are written) and answers.
 2. ``tripped``: a cancel message is put in the outbox of every attached
    interruptible tool first (each stream has its own bounded outbox and writer,
    so a slow or dead tool delays nobody); then the budget and lease timers are
@@ -35,7 +35,7 @@ import signal as signal_module
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sidecar.domain.execution import CallbackSpec, Execution, ProcessGroupSpec, Terminator, ToolRun
+from sidecar.domain.execution import CallbackSpec, Execution, ProcessGroupSpec, Terminator, ToolRun, ToolSink
 from sidecar.domain.types import Clock, Instant, InterruptReason, Trip
 from sidecar.errors import SidecarError
 from sidecar.osedge.journal import Journal, JournaledGroup
@@ -52,8 +52,12 @@ _GONE_TIMEOUT_S = 10.0
 #: descendant may escape the group, and those have no pidfd yet.
 _RESCAN_S = 0.05
 #: Up to this many writers woken by one trip, the tripping RPC lets them start before it
-#: answers (each costs the answer one write submission, ~20-30 µs).
+#: answers (each costs the answer one write submission, ~20-30 µs), and waits for the
+#: tools' cancels to be written.
 _YIELD_TO_WRITERS_UP_TO = 8
+#: The longest the tripping RPC waits for those cancels (a tool that stopped reading can
+#: hold its stream's write back; its cancel still goes, the answer just does not wait).
+_ANSWER_AFTER_CANCELS_S = 0.002
 
 
 @dataclass(eq=False)
@@ -115,6 +119,9 @@ class TripPath:
         self._writers_woken = 0
         #: Process-group kills queued since the last ``let_writers_start``.
         self._kills_queued = 0
+        #: Sinks sent a cancel since the last ``let_writers_start`` (no more than one over
+        #: the bound: beyond it nobody waits for them).
+        self._cancels_sent: list[ToolSink] = []
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -182,6 +189,8 @@ class TripPath:
             if not tool.closed and tool.behavior.receives_cancel and tool.sink is not None:
                 tool.sink.send_cancel(trip, deadline)
                 self._writers_woken += 1
+                if len(self._cancels_sent) <= _YIELD_TO_WRITERS_UP_TO:
+                    self._cancels_sent.append(tool.sink)
         timers = self._timers.get(execution.execution_id)
         if timers is None:
             timers = self._timers[execution.execution_id] = _Timers()
@@ -201,21 +210,33 @@ class TripPath:
         self.observer.tripped(trip.reason)
 
     async def let_writers_start(self) -> None:
-        """Called by the RPC that tripped, before it answers: yield once to the loop when
-        the trip woke a handful of stream writers (tools' cancels, watchers' events).
+        """Called by the RPC that tripped, before it answers: when the trip woke a handful
+        of stream writers (tools' cancels, watchers' events), let them go first.
 
         Each woken writer runs up to its ``context.write``, which hands the bytes to grpc
         core and yields back. Without this the writers wait until grpc has finished
         answering the RPC (building, serializing and submitting the response: about
-        70 us here), all of it on the cancel's path. With many streams every writer would
-        run before the answer, so a large fan-out answers first and lets them follow —
-        unless process-group kills are queued, which always run before the answer.
+        70 us here), all of it on the cancel's path. The answer then also waits for the
+        tools' cancels to be written (bounded by ``_ANSWER_AFTER_CANCELS_S``): sent while
+        a cancel is still in flight, it competes with it for the grpc threads and the
+        cores, and on an idle daemon that showed in the cancel's latency. With many
+        streams every writer would run before the answer, so a large fan-out answers
+        first and lets them follow — unless process-group kills are queued, which always
+        run before the answer.
         """
         woken, self._writers_woken = self._writers_woken, 0
         kills, self._kills_queued = self._kills_queued, 0
-        # Queued kills always get their turn before the answer: an Interrupt that returns
-        # has had its process groups signalled.
-        if 0 < woken <= _YIELD_TO_WRITERS_UP_TO or kills:
+        sinks, self._cancels_sent = self._cancels_sent, []
+        if not (0 < woken <= _YIELD_TO_WRITERS_UP_TO or kills):
+            return
+        if sinks and len(sinks) <= _YIELD_TO_WRITERS_UP_TO:
+            # Queued kills were scheduled before any write can complete, so they still run
+            # before the answer.
+            written = [asyncio.ensure_future(sink.cancel_written()) for sink in sinks]
+            await asyncio.wait(written, timeout=_ANSWER_AFTER_CANCELS_S)
+        else:
+            # Queued kills always get their turn before the answer: an Interrupt that
+            # returns has had its process groups signalled.
             await asyncio.sleep(0)
 
     def run_terminator(self, terminator: Terminator, trip: Trip) -> None:

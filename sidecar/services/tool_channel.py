@@ -91,6 +91,10 @@ class AttachSession:
         # once the cancel is actually written (not when it is queued).
         self._cancel_message: pb.SidecarMessage | None = None
         self._cancel_trip: Trip | None = None
+        #: Done when the cancel is written or the stream has ended (``cancel_written``);
+        #: made on demand, ``_written_yet`` says whether it would be done already.
+        self._written: asyncio.Future[None] | None = None
+        self._written_yet = False
 
     # -- ToolSink --------------------------------------------------------------
 
@@ -102,6 +106,18 @@ class AttachSession:
         message = _cancel_message(trip, grace_deadline)
         self._cancel_message, self._cancel_trip = message, trip
         self.push(message)
+
+    def cancel_written(self) -> asyncio.Future[None]:
+        if self._written is None:
+            self._written = asyncio.get_running_loop().create_future()
+            if self._written_yet:
+                self._written.set_result(None)
+        return self._written
+
+    def _settle_written(self) -> None:
+        self._written_yet = True
+        if self._written is not None and not self._written.done():
+            self._written.set_result(None)
 
     def send_run_terminator(self, terminator_id: str) -> None:
         self.push(pb.SidecarMessage(run_terminator=pb.RunTerminator(terminator_id=terminator_id)))
@@ -143,6 +159,7 @@ class AttachSession:
         """The cancel is written: observe trip (or late attach) → write."""
         tool, trip = self.tool, self._cancel_trip
         self._cancel_message = None
+        self._settle_written()
         if tool is None or trip is None:
             return
         start = max(trip.at.mono_ns, tool.attached_at.mono_ns)
@@ -161,6 +178,13 @@ class AttachSession:
 
     async def drain(self, context: Context) -> None:
         """Write the outbox until the tool's side ends or the stream fails."""
+        try:
+            await self._drain(context)
+        finally:
+            # A cancel that will never be written must not keep anyone waiting for it.
+            self._settle_written()
+
+    async def _drain(self, context: Context) -> None:
         while True:
             while self._outbox and not (self.fatal is not None and self.fatal.status_name == "RESOURCE_EXHAUSTED"):
                 message = self._outbox.popleft()
