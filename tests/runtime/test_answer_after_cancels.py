@@ -1,0 +1,88 @@
+"""The RPC that trips an execution answers after the tools' cancels are written, but never
+waits long for a stream that cannot take them (``TripPath.let_writers_start``).
+
+In-process: the real trip path, coordinator and ``AttachSession``; only the grpc servicer
+context is stood in for, because what is under test is how long the answer waits on the
+transport, and a real transport cannot be told to take exactly this long or never."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, cast
+
+import pytest
+from interrupt.v1 import interrupt_pb2 as pb
+
+from sidecar.domain.coordinator import Coordinator, ExecutionSpec
+from sidecar.domain.types import InterruptBehavior, InterruptReason, SystemClock
+from sidecar.osedge.process_groups import ProcessGroups
+from sidecar.runtime.trip_path import _ANSWER_AFTER_CANCELS_S, TripPath
+from sidecar.runtime.watch import WatchHub
+from sidecar.services.status import Context
+from sidecar.services.tool_channel import AttachSession
+
+pytestmark = pytest.mark.timeout(10)
+
+
+class Transport:
+    """Stands in for the Attach stream's servicer context: each write takes ``write_s``
+    (None: never completes, like a stream whose peer stopped reading)."""
+
+    def __init__(self, write_s: float | None) -> None:
+        self.write_s = write_s
+        self.written: list[pb.SidecarMessage] = []
+
+    async def write(self, message: pb.SidecarMessage) -> None:
+        if self.write_s is None:
+            await asyncio.Event().wait()
+        else:
+            await asyncio.sleep(self.write_s)
+        self.written.append(message)
+
+
+async def _tripped_with_one_tool(transport: Transport) -> tuple[TripPath, asyncio.Task[None]]:
+    clock = SystemClock()
+    trip_path = TripPath(clock, ProcessGroups(), WatchHub(clock))
+    coordinator = Coordinator(trip_path, clock, default_grace_ns=1_000_000_000)
+    execution, _ = coordinator.begin(ExecutionSpec())
+    session = AttachSession()
+    session.tool = execution.attach(
+        tool_id="tool-1", tool_name="t", tool_call_id="", behavior=InterruptBehavior.COOPERATIVE, pid=0, sink=session
+    )
+    writer = asyncio.create_task(session.drain(cast(Context, cast(Any, transport))))
+    execution.trip(InterruptReason.USER_SIGINT, "")
+    return trip_path, writer
+
+
+async def test_the_answer_waits_until_the_cancel_is_written() -> None:
+    # A write that takes 0.5 ms: a single yield to the loop (what the answer used to
+    # wait for) would return before it completes.
+    transport = Transport(write_s=0.0005)
+    trip_path, writer = await _tripped_with_one_tool(transport)
+    await trip_path.let_writers_start()
+    assert [m.WhichOneof("message") for m in transport.written] == ["cancel"]
+    writer.cancel()
+
+
+async def test_the_answer_does_not_wait_long_for_a_stream_that_takes_nothing() -> None:
+    transport = Transport(write_s=None)
+    trip_path, writer = await _tripped_with_one_tool(transport)
+    started = time.monotonic()
+    await trip_path.let_writers_start()
+    waited = time.monotonic() - started
+    assert transport.written == []
+    assert _ANSWER_AFTER_CANCELS_S <= waited < 1.0, f"waited {waited * 1e3:.1f} ms"
+    writer.cancel()
+
+
+async def test_a_stream_that_ended_before_its_cancel_was_written_releases_the_answer() -> None:
+    # The writer stops (the stream ended) with the cancel still unwritten: nobody waits
+    # for a write that will never come.
+    transport = Transport(write_s=None)
+    trip_path, writer = await _tripped_with_one_tool(transport)
+    await asyncio.sleep(0)  # the writer is now inside its never-ending write
+    writer.cancel()
+    started = time.monotonic()
+    await trip_path.let_writers_start()
+    assert time.monotonic() - started < _ANSWER_AFTER_CANCELS_S
