@@ -122,6 +122,25 @@ class TripPath:
         #: Sinks sent a cancel since the last ``let_writers_start`` (no more than one over
         #: the bound: beyond it nobody waits for them).
         self._cancels_sent: list[ToolSink] = []
+        #: A ``_drop_unclaimed`` is scheduled for the current loop turn.
+        self._unclaimed_drop_scheduled = False
+
+    def _for_the_answer(self) -> None:
+        """The trip just noted writers, cancels or kills for ``let_writers_start``.
+
+        The RPC that tripped claims them synchronously, before the loop runs anything
+        else. A trip no RPC answers for (a timer, a remote parent's stream) leaves them
+        unclaimed: they are dropped on the loop's next turn, so the next Interrupt never
+        waits on another trip's writers.
+        """
+        if not self._unclaimed_drop_scheduled:
+            self._unclaimed_drop_scheduled = True
+            self.loop.call_soon(self._drop_unclaimed)
+
+    def _drop_unclaimed(self) -> None:
+        self._unclaimed_drop_scheduled = False
+        self._writers_woken = self._kills_queued = 0
+        self._cancels_sent = []
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -184,6 +203,7 @@ class TripPath:
         # Fan out first: each send is a non-blocking append to the tool's own outbox, and
         # everything before it delays every cancel. Timers, watch events, the journal and
         # metrics follow. (Nothing here changes ``tools``, so it is iterated in place.)
+        self._for_the_answer()
         for tool in execution.tools.values():
             # A tool whose run already ended (unwound, detached) has nothing to stop.
             if not tool.closed and tool.behavior.receives_cancel and tool.sink is not None:
@@ -255,6 +275,7 @@ class TripPath:
         if timers is None:
             timers = self._timers[queued.execution_id] = _Timers()
         timers.kills.add(queued)
+        self._for_the_answer()
         self._kills_queued += 1
         self.loop.call_soon(self._run_queued_kill, queued, terminator, terminator.spec, trip)
 

@@ -15,6 +15,7 @@ import pytest
 from interrupt.v1 import interrupt_pb2 as pb
 
 from sidecar.domain.coordinator import Coordinator, ExecutionSpec
+from sidecar.domain.execution import Execution
 from sidecar.domain.types import InterruptBehavior, InterruptReason, SystemClock
 from sidecar.osedge.process_groups import ProcessGroups
 from sidecar.runtime.trip_path import _ANSWER_AFTER_CANCELS_S, TripPath
@@ -41,16 +42,30 @@ class Transport:
         self.written.append(message)
 
 
-async def _tripped_with_one_tool(transport: Transport) -> tuple[TripPath, asyncio.Task[None]]:
+def _runtime() -> tuple[TripPath, Coordinator]:
     clock = SystemClock()
     trip_path = TripPath(clock, ProcessGroups(), WatchHub(clock))
-    coordinator = Coordinator(trip_path, clock, default_grace_ns=1_000_000_000)
+    return trip_path, Coordinator(trip_path, clock, default_grace_ns=1_000_000_000)
+
+
+def _execution_with_one_tool(coordinator: Coordinator, transport: Transport) -> tuple[Execution, asyncio.Task[None]]:
     execution, _ = coordinator.begin(ExecutionSpec())
     session = AttachSession()
     session.tool = execution.attach(
-        tool_id="tool-1", tool_name="t", tool_call_id="", behavior=InterruptBehavior.COOPERATIVE, pid=0, sink=session
+        tool_id=f"tool-of-{execution.execution_id}",
+        tool_name="t",
+        tool_call_id="",
+        behavior=InterruptBehavior.COOPERATIVE,
+        pid=0,
+        sink=session,
     )
     writer = asyncio.create_task(session.drain(cast(Context, cast(Any, transport))))
+    return execution, writer
+
+
+async def _tripped_with_one_tool(transport: Transport) -> tuple[TripPath, asyncio.Task[None]]:
+    trip_path, coordinator = _runtime()
+    execution, writer = _execution_with_one_tool(coordinator, transport)
     execution.trip(InterruptReason.USER_SIGINT, "")
     return trip_path, writer
 
@@ -86,3 +101,18 @@ async def test_a_stream_that_ended_before_its_cancel_was_written_releases_the_an
     started = time.monotonic()
     await trip_path.let_writers_start()
     assert time.monotonic() - started < _ANSWER_AFTER_CANCELS_S
+
+
+async def test_a_trip_no_rpc_answered_for_leaves_nothing_for_the_next_interrupt_to_wait_on() -> None:
+    # A budget or lease timer trips an execution whose tool's stream takes nothing; the
+    # next Interrupt, of an execution without tools, must not wait on that stream.
+    trip_path, coordinator = _runtime()
+    timed_out, writer = _execution_with_one_tool(coordinator, Transport(write_s=None))
+    timed_out.trip(InterruptReason.BUDGET_EXCEEDED, "")
+    await asyncio.sleep(0)  # a turn of the loop passes before the next RPC arrives
+    interrupted, _ = coordinator.begin(ExecutionSpec())
+    coordinator.interrupt_execution(interrupted.execution_id, InterruptReason.USER_SIGINT, "")
+    started = time.monotonic()
+    await trip_path.let_writers_start()
+    assert time.monotonic() - started < _ANSWER_AFTER_CANCELS_S
+    writer.cancel()
