@@ -1,0 +1,63 @@
+"""The garbage-collection pacer (sidecar.gc_pacer): young collections from a loop timer,
+with automatic collection as a safety net, and handed back to CPython when quiet."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Iterator
+
+import pytest
+
+from sidecar.gc_pacer import SAFETY_NET_FACTOR, GcPacer
+
+pytestmark = pytest.mark.timeout(20)
+
+THRESHOLDS = (1_000, 10, 10)
+
+
+@pytest.fixture(autouse=True)
+def restore_gc() -> Iterator[None]:
+    before = gc.get_threshold()
+    yield
+    gc.set_threshold(*before)
+
+
+async def _until(check: object, what: str, timeout: float = 5.0) -> None:
+    assert callable(check)
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, what
+        await asyncio.sleep(0.005)
+
+
+async def test_young_objects_are_collected_by_the_pacer_not_by_an_allocation() -> None:
+    pacer = GcPacer(asyncio.get_running_loop(), THRESHOLDS, active_check_s=0.005)
+    pacer.start()
+    try:
+        assert gc.get_threshold()[0] == THRESHOLDS[0] * SAFETY_NET_FACTOR
+        gc.collect()
+        kept: list[list[int]] = [[] for _ in range(THRESHOLDS[0] + 500)]  # tracked objects: the young count grows
+        assert gc.get_count()[0] >= THRESHOLDS[0]
+        await _until(lambda: pacer.collections[0] + pacer.collections[1] + pacer.collections[2] > 0, "no collection")
+        assert gc.get_count()[0] < THRESHOLDS[0]
+        del kept
+    finally:
+        pacer.stop()
+    assert gc.get_threshold() == THRESHOLDS
+
+
+async def test_a_quiet_daemon_hands_collection_back_and_wakes_on_allocation() -> None:
+    pacer = GcPacer(
+        asyncio.get_running_loop(), THRESHOLDS, active_check_s=0.005, quiet_check_s=0.01, quiet_after_s=0.05
+    )
+    pacer.start()
+    try:
+        await _until(lambda: not pacer.active, "the pacer never went quiet")
+        assert gc.get_threshold() == THRESHOLDS, "quiet: automatic collection at the normal size"
+        kept: list[list[int]] = [[] for _ in range(500)]
+        await _until(lambda: pacer.active, "allocation did not wake the pacer")
+        assert gc.get_threshold()[0] == THRESHOLDS[0] * SAFETY_NET_FACTOR
+        del kept
+    finally:
+        pacer.stop()
