@@ -40,8 +40,8 @@ class ProcStat:
 
 def read_stat(pid: int) -> ProcStat | None:
     """The process ``pid`` now, or None when there is none (or it cannot be read)."""
-    # Raw os calls, not pathlib: a kill pass reads every process's stat, and this is the
-    # cost of a whole-tree scan (see _StatFiles for the rest of that story).
+    # Raw os calls, not pathlib: a kill pass re-reads the tree's processes one by one
+    # (see _ProcessTable for how it avoids reading the rest of the host).
     try:
         fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
