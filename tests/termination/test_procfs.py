@@ -5,6 +5,7 @@ from a descriptor that outlived it, and a tree survey must still see group chang
 
 from __future__ import annotations
 
+import fcntl
 import os
 import resource
 import signal
@@ -210,3 +211,58 @@ def test_the_table_is_capped_and_takes_at_most_a_quarter_of_the_open_file_limit(
     assert not table._stat_fds and not table._pidfds
     assert len(table.scan()) > kept
     assert not table._stat_fds and not table._pidfds
+
+
+def test_a_pidfd_is_lent_from_the_table_and_outlives_its_entry(spawn: Callable[..., Child]) -> None:
+    child = spawn()
+    start = procfs.scan()[child.pid].start
+    kept = procfs._table._pidfds[child.pid]
+    fd = procfs.open_pidfd(child.pid, start)
+    assert fd is not None and fd != kept
+    try:
+        # A duplicate shares the open file (and its status flags) with the table's pidfd; a
+        # pidfd opened afresh would not.
+        flags = fcntl.fcntl(kept, fcntl.F_GETFL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+        assert fcntl.fcntl(kept, fcntl.F_GETFL) & os.O_NONBLOCK, "the pidfd should be lent, not opened again"
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags)
+        signal.pidfd_send_signal(fd, 0)  # it names the live child
+        child.stop()
+        procfs.scan()  # the entry is dropped and its own pidfd closed ...
+        assert child.pid not in procfs._table._pidfds
+        with pytest.raises(ProcessLookupError):  # ... while the lent one still names the child
+            signal.pidfd_send_signal(fd, 0)
+    finally:
+        os.close(fd)
+
+
+def test_a_pidfd_already_readable_is_never_lent(spawn: Callable[..., Child]) -> None:
+    # The window the rule guards: an entry's pidfd opened just before its process died and
+    # its number went to a newcomer, whose stat (and start) the entry then holds. Made here
+    # by handing a live child's entry the pidfd of one that exited.
+    dead, live = spawn(), spawn()
+    processes = procfs.scan()
+    table = procfs._table
+    dead_pidfd = os.pidfd_open(dead.pid)
+    dead.stop()
+    own = table._pidfds[live.pid]
+    table._pidfds[live.pid] = dead_pidfd
+    try:
+        assert table.lend_pidfd(live.pid, processes[live.pid].start) is None
+    finally:
+        table._pidfds[live.pid] = own
+        os.close(dead_pidfd)
+    fd = procfs.open_pidfd(live.pid, processes[live.pid].start)  # opened afresh and checked
+    assert fd is not None
+    os.close(fd)
+
+
+def test_no_pidfd_is_lent_for_another_start_time_or_a_zombie(spawn: Callable[..., Child]) -> None:
+    child = spawn()
+    start = procfs.scan()[child.pid].start
+    assert procfs._table.lend_pidfd(child.pid, start + 1) is None
+    assert procfs.open_pidfd(child.pid, start + 1) is None
+    child.process.kill()
+    _until(lambda: procfs.scan()[child.pid].zombie, "the zombie never showed")
+    assert procfs._table.lend_pidfd(child.pid, start) is None
+    assert procfs.open_pidfd(child.pid, start) is None
