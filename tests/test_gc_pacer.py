@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from sidecar.gc_pacer import SAFETY_NET_FACTOR, GcPacer
+from tests.client.support import aeventually
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -23,14 +24,6 @@ def restore_gc() -> Iterator[None]:
     gc.set_threshold(*before)
 
 
-async def _until(check: object, what: str, timeout: float = 5.0) -> None:
-    assert callable(check)
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not check():
-        assert asyncio.get_running_loop().time() < deadline, what
-        await asyncio.sleep(0.005)
-
-
 async def test_young_objects_are_collected_by_the_pacer_not_by_an_allocation() -> None:
     pacer = GcPacer(asyncio.get_running_loop(), THRESHOLDS, active_check_s=0.005)
     pacer.start()
@@ -39,7 +32,7 @@ async def test_young_objects_are_collected_by_the_pacer_not_by_an_allocation() -
         gc.collect()
         kept: list[list[int]] = [[] for _ in range(THRESHOLDS[0] + 500)]  # tracked objects: the young count grows
         assert gc.get_count()[0] >= THRESHOLDS[0]
-        await _until(lambda: pacer.collections[0] + pacer.collections[1] + pacer.collections[2] > 0, "no collection")
+        await aeventually(lambda: sum(pacer.collections) > 0, timeout=5, what="a collection by the pacer")
         assert gc.get_count()[0] < THRESHOLDS[0]
         del kept
     finally:
@@ -53,10 +46,10 @@ async def test_a_quiet_daemon_hands_collection_back_and_wakes_on_allocation() ->
     )
     pacer.start()
     try:
-        await _until(lambda: not pacer.active, "the pacer never went quiet")
+        await aeventually(lambda: not pacer.active, timeout=5, what="the pacer to go quiet")
         assert gc.get_threshold() == THRESHOLDS, "quiet: automatic collection at the normal size"
         kept: list[list[int]] = [[] for _ in range(500)]
-        await _until(lambda: pacer.active, "allocation did not wake the pacer")
+        await aeventually(lambda: pacer.active, timeout=5, what="allocation to wake the pacer")
         assert gc.get_threshold()[0] == THRESHOLDS[0] * SAFETY_NET_FACTOR
         del kept
     finally:

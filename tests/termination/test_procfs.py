@@ -11,13 +11,13 @@ import resource
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from sidecar.osedge import procfs
 from sidecar.osedge.process_groups import ProcessGroups
+from tests.client.support import eventually
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -86,13 +86,6 @@ def spawn() -> Iterator[Callable[..., Child]]:
         child.stop()
 
 
-def _until(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + 10
-    while not check():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.01)
-
-
 def test_a_new_process_is_read_and_watched(spawn: Callable[..., Child]) -> None:
     child = spawn()
     procfs.scan()
@@ -124,7 +117,7 @@ def test_the_state_change_of_a_kept_process_shows_on_refresh(spawn: Callable[...
         procfs.refresh(processes, [child.pid])
         return processes[child.pid].state == "T"
 
-    _until(stopped, "the stopped state never showed through the kept file")
+    eventually(stopped, timeout=10, what="the stopped state to show through the kept file")
     os.kill(child.pid, signal.SIGCONT)
 
 
@@ -164,7 +157,7 @@ def test_a_zombie_is_read_again_until_it_is_reaped(spawn: Callable[..., Child]) 
     child = spawn()
     procfs.scan()
     child.process.kill()
-    _until(lambda: procfs.scan()[child.pid].zombie, "the zombie never showed")
+    eventually(lambda: procfs.scan()[child.pid].zombie, timeout=10, what="the zombie to show")
     child.process.wait(10)
     assert child.pid not in procfs.scan()
 
@@ -263,6 +256,6 @@ def test_no_pidfd_is_lent_for_another_start_time_or_a_zombie(spawn: Callable[...
     assert procfs._table.lend_pidfd(child.pid, start + 1) is None
     assert procfs.open_pidfd(child.pid, start + 1) is None
     child.process.kill()
-    _until(lambda: procfs.scan()[child.pid].zombie, "the zombie never showed")
+    eventually(lambda: procfs.scan()[child.pid].zombie, timeout=10, what="the zombie to show")
     assert procfs._table.lend_pidfd(child.pid, start) is None
     assert procfs.open_pidfd(child.pid, start) is None
