@@ -91,6 +91,12 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="also serve only grpc.health.v1 here (for Kubernetes grpc probes; grants nothing, any host allowed)",
     )
     p.add_argument(
+        "--doorbell",
+        metavar="auto|off|PATH",
+        help="unix socket that rings each tool's cancel ahead of its stream, for tools that ask "
+        "(default auto: beside the first unix --listen socket, as PATH.doorbell)",
+    )
+    p.add_argument(
         "--holder-grace",
         metavar="DURATION",
         help="after a restart, how long a held execution without a lease waits for its holder (default 10s)",
@@ -119,6 +125,7 @@ def _serve(args: argparse.Namespace) -> int:
             tls_key=args.tls_key,
             tls_client_ca=args.tls_client_ca,
             remote_parent_timeout=args.remote_parent_timeout,
+            doorbell=args.doorbell,
         )
     except ConfigError as err:
         print(f"interrupt-sidecar serve: {err}", file=sys.stderr)

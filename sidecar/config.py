@@ -126,6 +126,8 @@ class ServeConfig:
     tls_client_ca: bytes | None = field(default=None, repr=False)
     #: How long a remote parent's daemon may stay unreachable before its children trip.
     remote_parent_timeout_ns: int = 10_000_000_000
+    #: The cancel doorbell's unix socket (``--doorbell``), or None for none.
+    doorbell: Path | None = None
 
     @property
     def mtls(self) -> bool:
@@ -151,6 +153,7 @@ def build_serve_config(
     tls_key: str | None = None,
     tls_client_ca: str | None = None,
     remote_parent_timeout: str | None = None,
+    doorbell: str | None = None,
 ) -> ServeConfig:
     """Resolve each setting: flag, else ``INTERRUPT_SIDECAR_*`` variable, else default.
     Refuses values and combinations the daemon cannot run with."""
@@ -232,7 +235,9 @@ def build_serve_config(
     if health_address is not None and health_address.is_unix:
         # The health-only listener exists for probes that dial TCP; the main socket serves health already.
         raise ConfigError("--health-listen must be HOST:PORT (the unix socket in --listen serves health already)")
+    doorbell_path = _doorbell_path(pick(doorbell, "DOORBELL", "auto"), addresses)
     return ServeConfig(
+        doorbell=doorbell_path,
         auth_token=token,
         tls_cert=cert,
         tls_key=key,
@@ -250,6 +255,30 @@ def build_serve_config(
         shutdown_timeout_ns=shutdown_ns,
         log_level=level,
     )
+
+
+def _doorbell_path(text: str, addresses: tuple[ListenAddress, ...]) -> Path | None:
+    """``off``; ``auto`` (beside the first unix listener, none without one); or a path."""
+    if text == "off":
+        return None
+    if text == "auto":
+        unix = next((a.unix_path for a in addresses if a.unix_path is not None), None)
+        if unix is None:
+            return None  # TCP only: tools elsewhere could not reach a unix socket anyway
+        path = unix.with_name(unix.name + ".doorbell")
+        # Too long for a socket address: no doorbell rather than a refusal to start.
+        return path if len(str(path).encode()) <= 107 else None
+    if text.startswith("unix:"):
+        text = text[len("unix:") :]
+        if text.startswith("//"):
+            text = text[2:]
+    if not text.startswith("/"):
+        raise ConfigError(f"--doorbell {text!r}: auto, off, or an absolute socket path, e.g. /run/x.doorbell")
+    if len(text.encode()) > 107:
+        raise ConfigError(f"--doorbell {text!r}: unix socket paths are limited to 107 bytes")
+    if any(a.unix_path == Path(text) for a in addresses):
+        raise ConfigError(f"--doorbell {text!r} is also a --listen socket; give it a path of its own")
+    return Path(text)
 
 
 def _read_secret(path: str, flag: str) -> bytes:

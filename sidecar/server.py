@@ -38,6 +38,7 @@ from sidecar.runtime.trip_path import TripPath
 from sidecar.runtime.watch import WatchHub
 from sidecar.services.auth import CoordinatorAuth
 from sidecar.services.coordinator import CoordinatorService
+from sidecar.services.doorbell import DoorbellListener
 from sidecar.services.tool_channel import ToolChannelService
 
 log = logging.getLogger("sidecar")
@@ -135,7 +136,11 @@ class Daemon:
                 health_server = grpc.aio.server(options=GRPC_OPTIONS)
                 health_pb2_grpc.add_HealthServicer_to_server(self.health, health_server)
                 self._bind(health_server, self.config.health_listen, plaintext=True)
+            # After the gRPC binds: a live daemon on the same socket is reported as such.
+            if self.config.doorbell is not None:
+                self._start_doorbell(self.config.doorbell)
         except StartupError:
+            self._stop_doorbell()
             self._stop_metrics()
             self._close_journal()
             for server, _ in servers:
@@ -177,6 +182,27 @@ class Daemon:
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
         return server
+
+    def _start_doorbell(self, path: Path) -> None:
+        # The same checks as the gRPC socket's: an owner-only directory nobody else may
+        # write to, a stale socket replaced, a live one or a non-socket file refused.
+        try:
+            _prepare_unix_socket(path, flag="--doorbell")
+        except StartupError as err:
+            raise StartupError(f"cannot open the doorbell socket {path}: {err} (or pass --doorbell off)") from err
+        listener = DoorbellListener(path)
+        try:
+            listener.start()
+        except OSError as err:
+            raise StartupError(
+                f"cannot open the doorbell socket {path}: {err.strerror or err} (choose another --doorbell, or off)"
+            ) from err
+        self._tool_channel.doorbell = listener
+
+    def _stop_doorbell(self) -> None:
+        if self._tool_channel.doorbell is not None:
+            self._tool_channel.doorbell.close()
+            self._tool_channel.doorbell = None
 
     def _open_journal(self, state_dir: Path) -> None:
         """Create the state dir (owner-only), take its lock, open the journal."""
@@ -283,6 +309,7 @@ class Daemon:
             await self._health_server.stop(None)
             self._health_server = None
         self._stop_metrics()
+        self._stop_doorbell()
         for address in self.config.listen:
             if address.unix_path is not None:
                 with contextlib.suppress(FileNotFoundError):
@@ -298,7 +325,7 @@ class Daemon:
         )
 
 
-def _prepare_unix_socket(path: Path) -> None:
+def _prepare_unix_socket(path: Path, flag: str = "--listen") -> None:
     """Create the socket's directory (owner-only) and clear a stale socket file,
     refusing to start when a live daemon still answers on it."""
     try:
@@ -326,7 +353,7 @@ def _prepare_unix_socket(path: Path) -> None:
         return
     finally:
         probe.close()
-    raise StartupError(f"another process is serving on {path}; stop it or choose another --listen")
+    raise StartupError(f"another process is serving on {path}; stop it or choose another {flag}")
 
 
 async def serve(config: ServeConfig) -> int:

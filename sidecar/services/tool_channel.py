@@ -41,6 +41,7 @@ from sidecar.runtime.trip_path import TripPath
 from sidecar.runtime.watch import WatchHub
 from sidecar.services import convert
 from sidecar.services import validation as v
+from sidecar.services.doorbell import DoorbellLine, DoorbellListener, cancel_frame
 from sidecar.services.status import Context, abort, status_code
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,20 @@ def _cancel_message(trip: Trip, grace_deadline: Instant) -> pb.SidecarMessage:
     return message
 
 
+#: The doorbell frame of the last cancel message, for the same reason.
+_last_frame: tuple[pb.SidecarMessage, bytes] | None = None
+
+
+def _doorbell_frame(message: pb.SidecarMessage) -> bytes:
+    global _last_frame
+    cached = _last_frame
+    if cached is not None and cached[0] is message:
+        return cached[1]
+    frame = cancel_frame(message.cancel)
+    _last_frame = (message, frame)
+    return frame
+
+
 class AttachSession:
     """One Attach stream's state and outbox; the ``ToolSink`` of its tool."""
 
@@ -97,6 +112,8 @@ class AttachSession:
         #: made on demand, ``_written_yet`` says whether it would be done already.
         self._written: asyncio.Future[None] | None = None
         self._written_yet = False
+        #: The tool's cancel doorbell, when its hello asked for one (see services.doorbell).
+        self.doorbell: DoorbellLine | None = None
 
     # -- ToolSink --------------------------------------------------------------
 
@@ -107,6 +124,10 @@ class AttachSession:
         self._cancel_sent = True
         message = _cancel_message(trip, grace_deadline)
         self._cancel_message, self._cancel_trip = message, trip
+        if self.doorbell is not None:
+            # Before the stream's cancel: a raw socket write of a few microseconds, where
+            # the stream's write waits its turn behind every other writer of the trip.
+            self.doorbell.ring(_doorbell_frame(message))
         self.push(message)
 
     def cancel_written(self) -> asyncio.Future[None]:
@@ -212,6 +233,8 @@ class ToolChannelService(pb_grpc.ToolChannelServiceServicer):
         self._tool_ids = itertools.count(1)
         self._prefix = f"tool-{os.getpid()}-"
         self._sessions: set[AttachSession] = set()
+        #: Set by the server when it runs a doorbell socket.
+        self.doorbell: DoorbellListener | None = None
 
     @property
     def open_streams(self) -> int:
@@ -230,6 +253,8 @@ class ToolChannelService(pb_grpc.ToolChannelServiceServicer):
             await session.drain(context)
         finally:
             self._sessions.discard(session)
+            if session.doorbell is not None:
+                session.doorbell.close()
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reader
@@ -286,17 +311,18 @@ class ToolChannelService(pb_grpc.ToolChannelServiceServicer):
         )
         session.tool = tool
         trip = execution.trip_info
-        session.push(
-            pb.SidecarMessage(
-                attached=pb.Attached(
-                    execution_id=execution.execution_id,
-                    cancelled=trip is not None,
-                    reason=int(trip.reason) if trip else 0,  # type: ignore[arg-type]
-                    tool_id=tool.tool_id,
-                    grace=convert.duration(execution.grace_ns),
-                )
-            )
+        attached = pb.Attached(
+            execution_id=execution.execution_id,
+            cancelled=trip is not None,
+            reason=int(trip.reason) if trip else 0,  # type: ignore[arg-type]
+            tool_id=tool.tool_id,
+            grace=convert.duration(execution.grace_ns),
         )
+        if hello.doorbell and self.doorbell is not None and behavior.receives_cancel:
+            session.doorbell = self.doorbell.line()
+            attached.doorbell.path = str(self.doorbell.path)
+            attached.doorbell.token = session.doorbell.token
+        session.push(pb.SidecarMessage(attached=attached))
         # Runs on the loop thread with no await since attach(): the trip cannot
         # have happened in between, so a tool attached before the trip got its
         # cancel from the fan-out and one attached after gets it here.

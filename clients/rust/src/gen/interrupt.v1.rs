@@ -440,6 +440,10 @@ pub struct Hello {
     /// The tool's process id, for observation.
     #[prost(int32, tag = "5")]
     pub pid: i32,
+    /// Ask for a cancel doorbell (see Doorbell). Granted when the daemon has one; a tool
+    /// that asks still gets, and must still handle, the cancel on this stream.
+    #[prost(bool, tag = "6")]
+    pub doorbell: bool,
 }
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -542,6 +546,28 @@ pub struct Attached {
     pub tool_id: ::prost::alloc::string::String,
     #[prost(message, optional, tag = "5")]
     pub grace: ::core::option::Option<::prost_types::Duration>,
+    /// Set when hello asked for a doorbell and the daemon has a doorbell socket.
+    #[prost(message, optional, tag = "6")]
+    pub doorbell: ::core::option::Option<Doorbell>,
+}
+/// A unix-socket side channel that carries this tool's cancel ahead of the stream: a raw
+/// socket write reaches the tool in a fraction of the time of a gRPC stream message.
+///
+/// Connect to `path` (SOCK_STREAM) and write the token's bytes as they are. When the
+/// execution trips (at once, if it already has) the daemon writes the cancel as a 4-byte
+/// big-endian length followed by a serialized Cancel; nothing else is ever written. The same
+/// cancel still follows on the stream, which stays authoritative: the doorbell only makes it
+/// earlier. The daemon closes the connection when the stream ends, and at once when the token
+/// is unknown or already used or is not written within 5 seconds; a close before a whole
+/// frame means no doorbell cancel.
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct Doorbell {
+    #[prost(string, tag = "1")]
+    pub path: ::prost::alloc::string::String,
+    /// 32 lowercase hex characters, valid for this stream only.
+    #[prost(string, tag = "2")]
+    pub token: ::prost::alloc::string::String,
 }
 /// The execution tripped. Sent once, and only to interruptible tools.
 #[allow(clippy::all)]

@@ -2349,7 +2349,10 @@ type Hello struct {
 	// Unset means NON_INTERRUPTIBLE.
 	Behavior InterruptBehavior `protobuf:"varint,4,opt,name=behavior,proto3,enum=interrupt.v1.InterruptBehavior" json:"behavior,omitempty"`
 	// The tool's process id, for observation.
-	Pid           int32 `protobuf:"varint,5,opt,name=pid,proto3" json:"pid,omitempty"`
+	Pid int32 `protobuf:"varint,5,opt,name=pid,proto3" json:"pid,omitempty"`
+	// Ask for a cancel doorbell (see Doorbell). Granted when the daemon has one; a tool
+	// that asks still gets, and must still handle, the cancel on this stream.
+	Doorbell      bool `protobuf:"varint,6,opt,name=doorbell,proto3" json:"doorbell,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2417,6 +2420,13 @@ func (x *Hello) GetPid() int32 {
 		return x.Pid
 	}
 	return 0
+}
+
+func (x *Hello) GetDoorbell() bool {
+	if x != nil {
+		return x.Doorbell
+	}
+	return false
 }
 
 type RegisterTerminator struct {
@@ -2909,12 +2919,14 @@ func (*SidecarMessage_TerminatorUnregistered) isSidecarMessage_Message() {}
 
 // The answer to hello: the execution's state at attach time.
 type Attached struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ExecutionId   string                 `protobuf:"bytes,1,opt,name=execution_id,json=executionId,proto3" json:"execution_id,omitempty"`
-	Cancelled     bool                   `protobuf:"varint,2,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
-	Reason        InterruptReason        `protobuf:"varint,3,opt,name=reason,proto3,enum=interrupt.v1.InterruptReason" json:"reason,omitempty"`
-	ToolId        string                 `protobuf:"bytes,4,opt,name=tool_id,json=toolId,proto3" json:"tool_id,omitempty"`
-	Grace         *durationpb.Duration   `protobuf:"bytes,5,opt,name=grace,proto3" json:"grace,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ExecutionId string                 `protobuf:"bytes,1,opt,name=execution_id,json=executionId,proto3" json:"execution_id,omitempty"`
+	Cancelled   bool                   `protobuf:"varint,2,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
+	Reason      InterruptReason        `protobuf:"varint,3,opt,name=reason,proto3,enum=interrupt.v1.InterruptReason" json:"reason,omitempty"`
+	ToolId      string                 `protobuf:"bytes,4,opt,name=tool_id,json=toolId,proto3" json:"tool_id,omitempty"`
+	Grace       *durationpb.Duration   `protobuf:"bytes,5,opt,name=grace,proto3" json:"grace,omitempty"`
+	// Set when hello asked for a doorbell and the daemon has a doorbell socket.
+	Doorbell      *Doorbell `protobuf:"bytes,6,opt,name=doorbell,proto3" json:"doorbell,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2984,6 +2996,76 @@ func (x *Attached) GetGrace() *durationpb.Duration {
 	return nil
 }
 
+func (x *Attached) GetDoorbell() *Doorbell {
+	if x != nil {
+		return x.Doorbell
+	}
+	return nil
+}
+
+// A unix-socket side channel that carries this tool's cancel ahead of the stream: a raw
+// socket write reaches the tool in a fraction of the time of a gRPC stream message.
+//
+// Connect to `path` (SOCK_STREAM) and write the token's bytes as they are. When the
+// execution trips (at once, if it already has) the daemon writes the cancel as a 4-byte
+// big-endian length followed by a serialized Cancel; nothing else is ever written. The same
+// cancel still follows on the stream, which stays authoritative: the doorbell only makes it
+// earlier. The daemon closes the connection when the stream ends, and at once when the token
+// is unknown or already used or is not written within 5 seconds; a close before a whole
+// frame means no doorbell cancel.
+type Doorbell struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// 32 lowercase hex characters, valid for this stream only.
+	Token         string `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Doorbell) Reset() {
+	*x = Doorbell{}
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Doorbell) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Doorbell) ProtoMessage() {}
+
+func (x *Doorbell) ProtoReflect() protoreflect.Message {
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Doorbell.ProtoReflect.Descriptor instead.
+func (*Doorbell) Descriptor() ([]byte, []int) {
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *Doorbell) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *Doorbell) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
 // The execution tripped. Sent once, and only to interruptible tools.
 type Cancel struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -2998,7 +3080,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[36]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3010,7 +3092,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[36]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3023,7 +3105,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{36}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Cancel) GetReason() InterruptReason {
@@ -3063,7 +3145,7 @@ type RunTerminator struct {
 
 func (x *RunTerminator) Reset() {
 	*x = RunTerminator{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[37]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3075,7 +3157,7 @@ func (x *RunTerminator) String() string {
 func (*RunTerminator) ProtoMessage() {}
 
 func (x *RunTerminator) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[37]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3088,7 +3170,7 @@ func (x *RunTerminator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunTerminator.ProtoReflect.Descriptor instead.
 func (*RunTerminator) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{37}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RunTerminator) GetTerminatorId() string {
@@ -3107,7 +3189,7 @@ type TerminatorRegistered struct {
 
 func (x *TerminatorRegistered) Reset() {
 	*x = TerminatorRegistered{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[38]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3119,7 +3201,7 @@ func (x *TerminatorRegistered) String() string {
 func (*TerminatorRegistered) ProtoMessage() {}
 
 func (x *TerminatorRegistered) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[38]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3132,7 +3214,7 @@ func (x *TerminatorRegistered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminatorRegistered.ProtoReflect.Descriptor instead.
 func (*TerminatorRegistered) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{38}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *TerminatorRegistered) GetTerminatorId() string {
@@ -3151,7 +3233,7 @@ type TerminatorUnregistered struct {
 
 func (x *TerminatorUnregistered) Reset() {
 	*x = TerminatorUnregistered{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[39]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3163,7 +3245,7 @@ func (x *TerminatorUnregistered) String() string {
 func (*TerminatorUnregistered) ProtoMessage() {}
 
 func (x *TerminatorUnregistered) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[39]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3176,7 +3258,7 @@ func (x *TerminatorUnregistered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminatorUnregistered.ProtoReflect.Descriptor instead.
 func (*TerminatorUnregistered) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{39}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *TerminatorUnregistered) GetTerminatorId() string {
@@ -3200,7 +3282,7 @@ type ChannelError struct {
 
 func (x *ChannelError) Reset() {
 	*x = ChannelError{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[40]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3212,7 +3294,7 @@ func (x *ChannelError) String() string {
 func (*ChannelError) ProtoMessage() {}
 
 func (x *ChannelError) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[40]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3225,7 +3307,7 @@ func (x *ChannelError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelError.ProtoReflect.Descriptor instead.
 func (*ChannelError) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{40}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ChannelError) GetCode() int32 {
@@ -3421,14 +3503,15 @@ const file_interrupt_v1_interrupt_proto_rawDesc = "" +
 	"\x15unregister_terminator\x18\x03 \x01(\v2\".interrupt.v1.UnregisterTerminatorH\x00R\x14unregisterTerminator\x121\n" +
 	"\aunwound\x18\x04 \x01(\v2\x15.interrupt.v1.UnwoundH\x00R\aunwound\x12M\n" +
 	"\x11terminator_result\x18\x05 \x01(\v2\x1e.interrupt.v1.TerminatorResultH\x00R\x10terminatorResultB\t\n" +
-	"\amessage\"\xb8\x01\n" +
+	"\amessage\"\xd4\x01\n" +
 	"\x05Hello\x12!\n" +
 	"\fattach_token\x18\x01 \x01(\tR\vattachToken\x12\x1b\n" +
 	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12 \n" +
 	"\ftool_call_id\x18\x03 \x01(\tR\n" +
 	"toolCallId\x12;\n" +
 	"\bbehavior\x18\x04 \x01(\x0e2\x1f.interrupt.v1.InterruptBehaviorR\bbehavior\x12\x10\n" +
-	"\x03pid\x18\x05 \x01(\x05R\x03pid\"\xce\x01\n" +
+	"\x03pid\x18\x05 \x01(\x05R\x03pid\x12\x1a\n" +
+	"\bdoorbell\x18\x06 \x01(\bR\bdoorbell\"\xce\x01\n" +
 	"\x12RegisterTerminator\x12#\n" +
 	"\rterminator_id\x18\x01 \x01(\tR\fterminatorId\x12>\n" +
 	"\bcallback\x18\x02 \x01(\v2 .interrupt.v1.CallbackTerminatorH\x00R\bcallback\x12K\n" +
@@ -3455,13 +3538,17 @@ const file_interrupt_v1_interrupt_proto_rawDesc = "" +
 	"\x15terminator_registered\x18\x04 \x01(\v2\".interrupt.v1.TerminatorRegisteredH\x00R\x14terminatorRegistered\x122\n" +
 	"\x05error\x18\x05 \x01(\v2\x1a.interrupt.v1.ChannelErrorH\x00R\x05error\x12_\n" +
 	"\x17terminator_unregistered\x18\x06 \x01(\v2$.interrupt.v1.TerminatorUnregisteredH\x00R\x16terminatorUnregisteredB\t\n" +
-	"\amessage\"\xcc\x01\n" +
+	"\amessage\"\x80\x02\n" +
 	"\bAttached\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x1c\n" +
 	"\tcancelled\x18\x02 \x01(\bR\tcancelled\x125\n" +
 	"\x06reason\x18\x03 \x01(\x0e2\x1d.interrupt.v1.InterruptReasonR\x06reason\x12\x17\n" +
 	"\atool_id\x18\x04 \x01(\tR\x06toolId\x12/\n" +
-	"\x05grace\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x05grace\"\xd5\x01\n" +
+	"\x05grace\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x05grace\x122\n" +
+	"\bdoorbell\x18\x06 \x01(\v2\x16.interrupt.v1.DoorbellR\bdoorbell\"4\n" +
+	"\bDoorbell\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\tR\x05token\"\xd5\x01\n" +
 	"\x06Cancel\x125\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x1d.interrupt.v1.InterruptReasonR\x06reason\x12\x16\n" +
 	"\x06detail\x18\x02 \x01(\tR\x06detail\x129\n" +
@@ -3524,7 +3611,7 @@ func file_interrupt_v1_interrupt_proto_rawDescGZIP() []byte {
 }
 
 var file_interrupt_v1_interrupt_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_interrupt_v1_interrupt_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_interrupt_v1_interrupt_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_interrupt_v1_interrupt_proto_goTypes = []any{
 	(InterruptBehavior)(0),         // 0: interrupt.v1.InterruptBehavior
 	(InterruptReason)(0),           // 1: interrupt.v1.InterruptReason
@@ -3565,41 +3652,42 @@ var file_interrupt_v1_interrupt_proto_goTypes = []any{
 	(*TerminatorResult)(nil),       // 36: interrupt.v1.TerminatorResult
 	(*SidecarMessage)(nil),         // 37: interrupt.v1.SidecarMessage
 	(*Attached)(nil),               // 38: interrupt.v1.Attached
-	(*Cancel)(nil),                 // 39: interrupt.v1.Cancel
-	(*RunTerminator)(nil),          // 40: interrupt.v1.RunTerminator
-	(*TerminatorRegistered)(nil),   // 41: interrupt.v1.TerminatorRegistered
-	(*TerminatorUnregistered)(nil), // 42: interrupt.v1.TerminatorUnregistered
-	(*ChannelError)(nil),           // 43: interrupt.v1.ChannelError
-	nil,                            // 44: interrupt.v1.BeginExecutionRequest.LabelsEntry
-	nil,                            // 45: interrupt.v1.Execution.LabelsEntry
-	(*durationpb.Duration)(nil),    // 46: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 47: google.protobuf.Timestamp
+	(*Doorbell)(nil),               // 39: interrupt.v1.Doorbell
+	(*Cancel)(nil),                 // 40: interrupt.v1.Cancel
+	(*RunTerminator)(nil),          // 41: interrupt.v1.RunTerminator
+	(*TerminatorRegistered)(nil),   // 42: interrupt.v1.TerminatorRegistered
+	(*TerminatorUnregistered)(nil), // 43: interrupt.v1.TerminatorUnregistered
+	(*ChannelError)(nil),           // 44: interrupt.v1.ChannelError
+	nil,                            // 45: interrupt.v1.BeginExecutionRequest.LabelsEntry
+	nil,                            // 46: interrupt.v1.Execution.LabelsEntry
+	(*durationpb.Duration)(nil),    // 47: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 48: google.protobuf.Timestamp
 }
 var file_interrupt_v1_interrupt_proto_depIdxs = []int32{
-	46, // 0: interrupt.v1.BeginExecutionRequest.grace:type_name -> google.protobuf.Duration
-	46, // 1: interrupt.v1.BeginExecutionRequest.budget:type_name -> google.protobuf.Duration
-	46, // 2: interrupt.v1.BeginExecutionRequest.lease_ttl:type_name -> google.protobuf.Duration
-	44, // 3: interrupt.v1.BeginExecutionRequest.labels:type_name -> interrupt.v1.BeginExecutionRequest.LabelsEntry
+	47, // 0: interrupt.v1.BeginExecutionRequest.grace:type_name -> google.protobuf.Duration
+	47, // 1: interrupt.v1.BeginExecutionRequest.budget:type_name -> google.protobuf.Duration
+	47, // 2: interrupt.v1.BeginExecutionRequest.lease_ttl:type_name -> google.protobuf.Duration
+	45, // 3: interrupt.v1.BeginExecutionRequest.labels:type_name -> interrupt.v1.BeginExecutionRequest.LabelsEntry
 	4,  // 4: interrupt.v1.BeginExecutionRequest.remote_parent:type_name -> interrupt.v1.RemoteParent
-	46, // 5: interrupt.v1.RemoteParent.unreachable_after:type_name -> google.protobuf.Duration
+	47, // 5: interrupt.v1.RemoteParent.unreachable_after:type_name -> google.protobuf.Duration
 	18, // 6: interrupt.v1.BeginExecutionResponse.execution:type_name -> interrupt.v1.Execution
 	1,  // 7: interrupt.v1.InterruptRequest.reason:type_name -> interrupt.v1.InterruptReason
 	1,  // 8: interrupt.v1.InterruptOutcome.reason:type_name -> interrupt.v1.InterruptReason
 	7,  // 9: interrupt.v1.InterruptResponse.outcomes:type_name -> interrupt.v1.InterruptOutcome
 	18, // 10: interrupt.v1.EndExecutionResponse.execution:type_name -> interrupt.v1.Execution
-	47, // 11: interrupt.v1.KeepAliveResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	48, // 11: interrupt.v1.KeepAliveResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
 	18, // 12: interrupt.v1.GetExecutionResponse.execution:type_name -> interrupt.v1.Execution
 	18, // 13: interrupt.v1.ListExecutionsResponse.executions:type_name -> interrupt.v1.Execution
 	1,  // 14: interrupt.v1.Execution.reason:type_name -> interrupt.v1.InterruptReason
-	47, // 15: interrupt.v1.Execution.tripped_at:type_name -> google.protobuf.Timestamp
-	47, // 16: interrupt.v1.Execution.begun_at:type_name -> google.protobuf.Timestamp
-	47, // 17: interrupt.v1.Execution.ended_at:type_name -> google.protobuf.Timestamp
-	46, // 18: interrupt.v1.Execution.grace:type_name -> google.protobuf.Duration
-	46, // 19: interrupt.v1.Execution.budget:type_name -> google.protobuf.Duration
-	46, // 20: interrupt.v1.Execution.lease_ttl:type_name -> google.protobuf.Duration
-	45, // 21: interrupt.v1.Execution.labels:type_name -> interrupt.v1.Execution.LabelsEntry
+	48, // 15: interrupt.v1.Execution.tripped_at:type_name -> google.protobuf.Timestamp
+	48, // 16: interrupt.v1.Execution.begun_at:type_name -> google.protobuf.Timestamp
+	48, // 17: interrupt.v1.Execution.ended_at:type_name -> google.protobuf.Timestamp
+	47, // 18: interrupt.v1.Execution.grace:type_name -> google.protobuf.Duration
+	47, // 19: interrupt.v1.Execution.budget:type_name -> google.protobuf.Duration
+	47, // 20: interrupt.v1.Execution.lease_ttl:type_name -> google.protobuf.Duration
+	46, // 21: interrupt.v1.Execution.labels:type_name -> interrupt.v1.Execution.LabelsEntry
 	4,  // 22: interrupt.v1.Execution.remote_parent:type_name -> interrupt.v1.RemoteParent
-	47, // 23: interrupt.v1.ExecutionEvent.occurred_at:type_name -> google.protobuf.Timestamp
+	48, // 23: interrupt.v1.ExecutionEvent.occurred_at:type_name -> google.protobuf.Timestamp
 	18, // 24: interrupt.v1.ExecutionEvent.snapshot:type_name -> interrupt.v1.Execution
 	20, // 25: interrupt.v1.ExecutionEvent.tripped:type_name -> interrupt.v1.ExecutionTripped
 	21, // 26: interrupt.v1.ExecutionEvent.tool_attached:type_name -> interrupt.v1.ToolAttached
@@ -3611,16 +3699,16 @@ var file_interrupt_v1_interrupt_proto_depIdxs = []int32{
 	23, // 32: interrupt.v1.ExecutionEvent.tool_detached:type_name -> interrupt.v1.ToolDetached
 	27, // 33: interrupt.v1.ExecutionEvent.terminator_failed:type_name -> interrupt.v1.TerminatorFailed
 	1,  // 34: interrupt.v1.ExecutionTripped.reason:type_name -> interrupt.v1.InterruptReason
-	47, // 35: interrupt.v1.ExecutionTripped.tripped_at:type_name -> google.protobuf.Timestamp
-	47, // 36: interrupt.v1.ExecutionTripped.grace_deadline:type_name -> google.protobuf.Timestamp
+	48, // 35: interrupt.v1.ExecutionTripped.tripped_at:type_name -> google.protobuf.Timestamp
+	48, // 36: interrupt.v1.ExecutionTripped.grace_deadline:type_name -> google.protobuf.Timestamp
 	0,  // 37: interrupt.v1.ToolAttached.behavior:type_name -> interrupt.v1.InterruptBehavior
 	2,  // 38: interrupt.v1.ToolUnwound.outcome:type_name -> interrupt.v1.ToolOutcome
-	46, // 39: interrupt.v1.ToolUnwound.latency:type_name -> google.protobuf.Duration
+	47, // 39: interrupt.v1.ToolUnwound.latency:type_name -> google.protobuf.Duration
 	0,  // 40: interrupt.v1.ToolUnwound.behavior:type_name -> interrupt.v1.InterruptBehavior
 	0,  // 41: interrupt.v1.GraceOverrun.behavior:type_name -> interrupt.v1.InterruptBehavior
-	46, // 42: interrupt.v1.GraceOverrun.grace:type_name -> google.protobuf.Duration
-	46, // 43: interrupt.v1.ProcessGroupGone.latency:type_name -> google.protobuf.Duration
-	47, // 44: interrupt.v1.ExecutionEnded.ended_at:type_name -> google.protobuf.Timestamp
+	47, // 42: interrupt.v1.GraceOverrun.grace:type_name -> google.protobuf.Duration
+	47, // 43: interrupt.v1.ProcessGroupGone.latency:type_name -> google.protobuf.Duration
+	48, // 44: interrupt.v1.ExecutionEnded.ended_at:type_name -> google.protobuf.Timestamp
 	30, // 45: interrupt.v1.ToolMessage.hello:type_name -> interrupt.v1.Hello
 	31, // 46: interrupt.v1.ToolMessage.register_terminator:type_name -> interrupt.v1.RegisterTerminator
 	34, // 47: interrupt.v1.ToolMessage.unregister_terminator:type_name -> interrupt.v1.UnregisterTerminator
@@ -3629,40 +3717,41 @@ var file_interrupt_v1_interrupt_proto_depIdxs = []int32{
 	0,  // 50: interrupt.v1.Hello.behavior:type_name -> interrupt.v1.InterruptBehavior
 	32, // 51: interrupt.v1.RegisterTerminator.callback:type_name -> interrupt.v1.CallbackTerminator
 	33, // 52: interrupt.v1.RegisterTerminator.process_group:type_name -> interrupt.v1.ProcessGroupTerminator
-	46, // 53: interrupt.v1.ProcessGroupTerminator.kill_after:type_name -> google.protobuf.Duration
+	47, // 53: interrupt.v1.ProcessGroupTerminator.kill_after:type_name -> google.protobuf.Duration
 	2,  // 54: interrupt.v1.Unwound.outcome:type_name -> interrupt.v1.ToolOutcome
 	38, // 55: interrupt.v1.SidecarMessage.attached:type_name -> interrupt.v1.Attached
-	39, // 56: interrupt.v1.SidecarMessage.cancel:type_name -> interrupt.v1.Cancel
-	40, // 57: interrupt.v1.SidecarMessage.run_terminator:type_name -> interrupt.v1.RunTerminator
-	41, // 58: interrupt.v1.SidecarMessage.terminator_registered:type_name -> interrupt.v1.TerminatorRegistered
-	43, // 59: interrupt.v1.SidecarMessage.error:type_name -> interrupt.v1.ChannelError
-	42, // 60: interrupt.v1.SidecarMessage.terminator_unregistered:type_name -> interrupt.v1.TerminatorUnregistered
+	40, // 56: interrupt.v1.SidecarMessage.cancel:type_name -> interrupt.v1.Cancel
+	41, // 57: interrupt.v1.SidecarMessage.run_terminator:type_name -> interrupt.v1.RunTerminator
+	42, // 58: interrupt.v1.SidecarMessage.terminator_registered:type_name -> interrupt.v1.TerminatorRegistered
+	44, // 59: interrupt.v1.SidecarMessage.error:type_name -> interrupt.v1.ChannelError
+	43, // 60: interrupt.v1.SidecarMessage.terminator_unregistered:type_name -> interrupt.v1.TerminatorUnregistered
 	1,  // 61: interrupt.v1.Attached.reason:type_name -> interrupt.v1.InterruptReason
-	46, // 62: interrupt.v1.Attached.grace:type_name -> google.protobuf.Duration
-	1,  // 63: interrupt.v1.Cancel.reason:type_name -> interrupt.v1.InterruptReason
-	47, // 64: interrupt.v1.Cancel.tripped_at:type_name -> google.protobuf.Timestamp
-	47, // 65: interrupt.v1.Cancel.grace_deadline:type_name -> google.protobuf.Timestamp
-	3,  // 66: interrupt.v1.CoordinatorService.BeginExecution:input_type -> interrupt.v1.BeginExecutionRequest
-	6,  // 67: interrupt.v1.CoordinatorService.Interrupt:input_type -> interrupt.v1.InterruptRequest
-	9,  // 68: interrupt.v1.CoordinatorService.EndExecution:input_type -> interrupt.v1.EndExecutionRequest
-	11, // 69: interrupt.v1.CoordinatorService.KeepAlive:input_type -> interrupt.v1.KeepAliveRequest
-	13, // 70: interrupt.v1.CoordinatorService.GetExecution:input_type -> interrupt.v1.GetExecutionRequest
-	15, // 71: interrupt.v1.CoordinatorService.ListExecutions:input_type -> interrupt.v1.ListExecutionsRequest
-	17, // 72: interrupt.v1.CoordinatorService.WatchExecution:input_type -> interrupt.v1.WatchExecutionRequest
-	29, // 73: interrupt.v1.ToolChannelService.Attach:input_type -> interrupt.v1.ToolMessage
-	5,  // 74: interrupt.v1.CoordinatorService.BeginExecution:output_type -> interrupt.v1.BeginExecutionResponse
-	8,  // 75: interrupt.v1.CoordinatorService.Interrupt:output_type -> interrupt.v1.InterruptResponse
-	10, // 76: interrupt.v1.CoordinatorService.EndExecution:output_type -> interrupt.v1.EndExecutionResponse
-	12, // 77: interrupt.v1.CoordinatorService.KeepAlive:output_type -> interrupt.v1.KeepAliveResponse
-	14, // 78: interrupt.v1.CoordinatorService.GetExecution:output_type -> interrupt.v1.GetExecutionResponse
-	16, // 79: interrupt.v1.CoordinatorService.ListExecutions:output_type -> interrupt.v1.ListExecutionsResponse
-	19, // 80: interrupt.v1.CoordinatorService.WatchExecution:output_type -> interrupt.v1.ExecutionEvent
-	37, // 81: interrupt.v1.ToolChannelService.Attach:output_type -> interrupt.v1.SidecarMessage
-	74, // [74:82] is the sub-list for method output_type
-	66, // [66:74] is the sub-list for method input_type
-	66, // [66:66] is the sub-list for extension type_name
-	66, // [66:66] is the sub-list for extension extendee
-	0,  // [0:66] is the sub-list for field type_name
+	47, // 62: interrupt.v1.Attached.grace:type_name -> google.protobuf.Duration
+	39, // 63: interrupt.v1.Attached.doorbell:type_name -> interrupt.v1.Doorbell
+	1,  // 64: interrupt.v1.Cancel.reason:type_name -> interrupt.v1.InterruptReason
+	48, // 65: interrupt.v1.Cancel.tripped_at:type_name -> google.protobuf.Timestamp
+	48, // 66: interrupt.v1.Cancel.grace_deadline:type_name -> google.protobuf.Timestamp
+	3,  // 67: interrupt.v1.CoordinatorService.BeginExecution:input_type -> interrupt.v1.BeginExecutionRequest
+	6,  // 68: interrupt.v1.CoordinatorService.Interrupt:input_type -> interrupt.v1.InterruptRequest
+	9,  // 69: interrupt.v1.CoordinatorService.EndExecution:input_type -> interrupt.v1.EndExecutionRequest
+	11, // 70: interrupt.v1.CoordinatorService.KeepAlive:input_type -> interrupt.v1.KeepAliveRequest
+	13, // 71: interrupt.v1.CoordinatorService.GetExecution:input_type -> interrupt.v1.GetExecutionRequest
+	15, // 72: interrupt.v1.CoordinatorService.ListExecutions:input_type -> interrupt.v1.ListExecutionsRequest
+	17, // 73: interrupt.v1.CoordinatorService.WatchExecution:input_type -> interrupt.v1.WatchExecutionRequest
+	29, // 74: interrupt.v1.ToolChannelService.Attach:input_type -> interrupt.v1.ToolMessage
+	5,  // 75: interrupt.v1.CoordinatorService.BeginExecution:output_type -> interrupt.v1.BeginExecutionResponse
+	8,  // 76: interrupt.v1.CoordinatorService.Interrupt:output_type -> interrupt.v1.InterruptResponse
+	10, // 77: interrupt.v1.CoordinatorService.EndExecution:output_type -> interrupt.v1.EndExecutionResponse
+	12, // 78: interrupt.v1.CoordinatorService.KeepAlive:output_type -> interrupt.v1.KeepAliveResponse
+	14, // 79: interrupt.v1.CoordinatorService.GetExecution:output_type -> interrupt.v1.GetExecutionResponse
+	16, // 80: interrupt.v1.CoordinatorService.ListExecutions:output_type -> interrupt.v1.ListExecutionsResponse
+	19, // 81: interrupt.v1.CoordinatorService.WatchExecution:output_type -> interrupt.v1.ExecutionEvent
+	37, // 82: interrupt.v1.ToolChannelService.Attach:output_type -> interrupt.v1.SidecarMessage
+	75, // [75:83] is the sub-list for method output_type
+	67, // [67:75] is the sub-list for method input_type
+	67, // [67:67] is the sub-list for extension type_name
+	67, // [67:67] is the sub-list for extension extendee
+	0,  // [0:67] is the sub-list for field type_name
 }
 
 func init() { file_interrupt_v1_interrupt_proto_init() }
@@ -3713,7 +3802,7 @@ func file_interrupt_v1_interrupt_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_interrupt_v1_interrupt_proto_rawDesc), len(file_interrupt_v1_interrupt_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   43,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -1071,6 +1071,7 @@ class Hello(_message.Message):
     TOOL_CALL_ID_FIELD_NUMBER: _builtins.int
     BEHAVIOR_FIELD_NUMBER: _builtins.int
     PID_FIELD_NUMBER: _builtins.int
+    DOORBELL_FIELD_NUMBER: _builtins.int
     attach_token: _builtins.str
     """From BeginExecutionResponse.attach_token (INTERRUPT_SIDECAR_TOKEN)."""
     tool_name: _builtins.str
@@ -1079,6 +1080,10 @@ class Hello(_message.Message):
     """Unset means NON_INTERRUPTIBLE."""
     pid: _builtins.int
     """The tool's process id, for observation."""
+    doorbell: _builtins.bool
+    """Ask for a cancel doorbell (see Doorbell). Granted when the daemon has one; a tool
+    that asks still gets, and must still handle, the cancel on this stream.
+    """
     def __init__(
         self,
         *,
@@ -1087,10 +1092,11 @@ class Hello(_message.Message):
         tool_call_id: _builtins.str = ...,
         behavior: Global___InterruptBehavior.ValueType = ...,
         pid: _builtins.int = ...,
+        doorbell: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attach_token", b"attach_token", "behavior", b"behavior", "pid", b"pid", "tool_call_id", b"tool_call_id", "tool_name", b"tool_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attach_token", b"attach_token", "behavior", b"behavior", "doorbell", b"doorbell", "pid", b"pid", "tool_call_id", b"tool_call_id", "tool_name", b"tool_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1295,12 +1301,17 @@ class Attached(_message.Message):
     REASON_FIELD_NUMBER: _builtins.int
     TOOL_ID_FIELD_NUMBER: _builtins.int
     GRACE_FIELD_NUMBER: _builtins.int
+    DOORBELL_FIELD_NUMBER: _builtins.int
     execution_id: _builtins.str
     cancelled: _builtins.bool
     reason: Global___InterruptReason.ValueType
     tool_id: _builtins.str
     @_builtins.property
     def grace(self) -> _duration_pb2.Duration: ...
+    @_builtins.property
+    def doorbell(self) -> Global___Doorbell:
+        """Set when hello asked for a doorbell and the daemon has a doorbell socket."""
+
     def __init__(
         self,
         *,
@@ -1309,14 +1320,50 @@ class Attached(_message.Message):
         reason: Global___InterruptReason.ValueType = ...,
         tool_id: _builtins.str = ...,
         grace: _duration_pb2.Duration | None = ...,
+        doorbell: Global___Doorbell | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["grace", b"grace"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["doorbell", b"doorbell", "grace", b"grace"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cancelled", b"cancelled", "execution_id", b"execution_id", "grace", b"grace", "reason", b"reason", "tool_id", b"tool_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cancelled", b"cancelled", "doorbell", b"doorbell", "execution_id", b"execution_id", "grace", b"grace", "reason", b"reason", "tool_id", b"tool_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Attached: _TypeAlias = Attached  # noqa: Y015
+
+@_typing.final
+class Doorbell(_message.Message):
+    """A unix-socket side channel that carries this tool's cancel ahead of the stream: a raw
+    socket write reaches the tool in a fraction of the time of a gRPC stream message.
+
+    Connect to `path` (SOCK_STREAM) and write the token's bytes as they are. When the
+    execution trips (at once, if it already has) the daemon writes the cancel as a 4-byte
+    big-endian length followed by a serialized Cancel; nothing else is ever written. The same
+    cancel still follows on the stream, which stays authoritative: the doorbell only makes it
+    earlier. The daemon closes the connection when the stream ends, and at once when the token
+    is unknown or already used or is not written within 5 seconds; a close before a whole
+    frame means no doorbell cancel.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    TOKEN_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    token: _builtins.str
+    """32 lowercase hex characters, valid for this stream only."""
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["path", b"path", "token", b"token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Doorbell: _TypeAlias = Doorbell  # noqa: Y015
 
 @_typing.final
 class Cancel(_message.Message):

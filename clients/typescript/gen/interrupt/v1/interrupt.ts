@@ -542,6 +542,11 @@ export interface Hello {
   behavior: InterruptBehavior;
   /** The tool's process id, for observation. */
   pid: number;
+  /**
+   * Ask for a cancel doorbell (see Doorbell). Granted when the daemon has one; a tool
+   * that asks still gets, and must still handle, the cancel on this stream.
+   */
+  doorbell: boolean;
 }
 
 export interface RegisterTerminator {
@@ -602,7 +607,29 @@ export interface Attached {
   cancelled: boolean;
   reason: InterruptReason;
   toolId: string;
-  grace: Duration | undefined;
+  grace:
+    | Duration
+    | undefined;
+  /** Set when hello asked for a doorbell and the daemon has a doorbell socket. */
+  doorbell: Doorbell | undefined;
+}
+
+/**
+ * A unix-socket side channel that carries this tool's cancel ahead of the stream: a raw
+ * socket write reaches the tool in a fraction of the time of a gRPC stream message.
+ *
+ * Connect to `path` (SOCK_STREAM) and write the token's bytes as they are. When the
+ * execution trips (at once, if it already has) the daemon writes the cancel as a 4-byte
+ * big-endian length followed by a serialized Cancel; nothing else is ever written. The same
+ * cancel still follows on the stream, which stays authoritative: the doorbell only makes it
+ * earlier. The daemon closes the connection when the stream ends, and at once when the token
+ * is unknown or already used or is not written within 5 seconds; a close before a whole
+ * frame means no doorbell cancel.
+ */
+export interface Doorbell {
+  path: string;
+  /** 32 lowercase hex characters, valid for this stream only. */
+  token: string;
 }
 
 /** The execution tripped. Sent once, and only to interruptible tools. */
@@ -4561,7 +4588,7 @@ export const ToolMessage: MessageFns<ToolMessage> = {
 };
 
 function createBaseHello(): Hello {
-  return { attachToken: "", toolName: "", toolCallId: "", behavior: 0, pid: 0 };
+  return { attachToken: "", toolName: "", toolCallId: "", behavior: 0, pid: 0, doorbell: false };
 }
 
 export const Hello: MessageFns<Hello> = {
@@ -4580,6 +4607,9 @@ export const Hello: MessageFns<Hello> = {
     }
     if (message.pid !== 0) {
       writer.uint32(40).int32(message.pid);
+    }
+    if (message.doorbell !== false) {
+      writer.uint32(48).bool(message.doorbell);
     }
     return writer;
   },
@@ -4637,6 +4667,14 @@ export const Hello: MessageFns<Hello> = {
             message.pid = reader.int32();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.doorbell = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4668,6 +4706,7 @@ export const Hello: MessageFns<Hello> = {
         : "",
       behavior: isSet(object.behavior) ? interruptBehaviorFromJSON(object.behavior) : 0,
       pid: isSet(object.pid) ? globalThis.Number(object.pid) : 0,
+      doorbell: isSet(object.doorbell) ? globalThis.Boolean(object.doorbell) : false,
     };
   },
 
@@ -4688,6 +4727,9 @@ export const Hello: MessageFns<Hello> = {
     if (message.pid !== 0) {
       obj.pid = Math.round(message.pid);
     }
+    if (message.doorbell !== false) {
+      obj.doorbell = message.doorbell;
+    }
     return obj;
   },
 
@@ -4701,6 +4743,7 @@ export const Hello: MessageFns<Hello> = {
     message.toolCallId = object.toolCallId ?? "";
     message.behavior = object.behavior ?? 0;
     message.pid = object.pid ?? 0;
+    message.doorbell = object.doorbell ?? false;
     return message;
   },
 };
@@ -5459,7 +5502,7 @@ export const SidecarMessage: MessageFns<SidecarMessage> = {
 };
 
 function createBaseAttached(): Attached {
-  return { executionId: "", cancelled: false, reason: 0, toolId: "", grace: undefined };
+  return { executionId: "", cancelled: false, reason: 0, toolId: "", grace: undefined, doorbell: undefined };
 }
 
 export const Attached: MessageFns<Attached> = {
@@ -5478,6 +5521,9 @@ export const Attached: MessageFns<Attached> = {
     }
     if (message.grace !== undefined) {
       Duration.encode(message.grace, writer.uint32(42).fork()).join();
+    }
+    if (message.doorbell !== undefined) {
+      Doorbell.encode(message.doorbell, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -5535,6 +5581,14 @@ export const Attached: MessageFns<Attached> = {
             message.grace = Duration.decode(reader, reader.uint32());
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.doorbell = Doorbell.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5562,6 +5616,7 @@ export const Attached: MessageFns<Attached> = {
         ? globalThis.String(object.tool_id)
         : "",
       grace: isSet(object.grace) ? Duration.fromJSON(object.grace) : undefined,
+      doorbell: isSet(object.doorbell) ? Doorbell.fromJSON(object.doorbell) : undefined,
     };
   },
 
@@ -5582,6 +5637,9 @@ export const Attached: MessageFns<Attached> = {
     if (message.grace !== undefined) {
       obj.grace = Duration.toJSON(message.grace);
     }
+    if (message.doorbell !== undefined) {
+      obj.doorbell = Doorbell.toJSON(message.doorbell);
+    }
     return obj;
   },
 
@@ -5597,6 +5655,94 @@ export const Attached: MessageFns<Attached> = {
     message.grace = (object.grace !== undefined && object.grace !== null)
       ? Duration.fromPartial(object.grace)
       : undefined;
+    message.doorbell = (object.doorbell !== undefined && object.doorbell !== null)
+      ? Doorbell.fromPartial(object.doorbell)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseDoorbell(): Doorbell {
+  return { path: "", token: "" };
+}
+
+export const Doorbell: MessageFns<Doorbell> = {
+  encode(message: Doorbell, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.path !== "") {
+      writer.uint32(10).string(message.path);
+    }
+    if (message.token !== "") {
+      writer.uint32(18).string(message.token);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Doorbell {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDoorbell();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.path = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Doorbell {
+    return {
+      path: isSet(object.path) ? globalThis.String(object.path) : "",
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+    };
+  },
+
+  toJSON(message: Doorbell): unknown {
+    const obj: any = {};
+    if (message.path !== "") {
+      obj.path = message.path;
+    }
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Doorbell>, I>>(base?: I): Doorbell {
+    return Doorbell.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Doorbell>, I>>(object: I): Doorbell {
+    const message = createBaseDoorbell();
+    message.path = object.path ?? "";
+    message.token = object.token ?? "";
     return message;
   },
 };

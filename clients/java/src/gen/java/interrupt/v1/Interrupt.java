@@ -30920,6 +30920,17 @@ java.lang.String defaultValue) {
      * @return The pid.
      */
     int getPid();
+
+    /**
+     * <pre>
+     * Ask for a cancel doorbell (see Doorbell). Granted when the daemon has one; a tool
+     * that asks still gets, and must still handle, the cancel on this stream.
+     * </pre>
+     *
+     * <code>bool doorbell = 6;</code>
+     * @return The doorbell.
+     */
+    boolean getDoorbell();
   }
   /**
    * Protobuf type {@code interrupt.v1.Hello}
@@ -31133,6 +31144,22 @@ java.lang.String defaultValue) {
       return pid_;
     }
 
+    public static final int DOORBELL_FIELD_NUMBER = 6;
+    private boolean doorbell_ = false;
+    /**
+     * <pre>
+     * Ask for a cancel doorbell (see Doorbell). Granted when the daemon has one; a tool
+     * that asks still gets, and must still handle, the cancel on this stream.
+     * </pre>
+     *
+     * <code>bool doorbell = 6;</code>
+     * @return The doorbell.
+     */
+    @java.lang.Override
+    public boolean getDoorbell() {
+      return doorbell_;
+    }
+
     private byte memoizedIsInitialized = -1;
     @java.lang.Override
     public final boolean isInitialized() {
@@ -31162,6 +31189,9 @@ java.lang.String defaultValue) {
       if (pid_ != 0) {
         output.writeInt32(5, pid_);
       }
+      if (doorbell_ != false) {
+        output.writeBool(6, doorbell_);
+      }
       getUnknownFields().writeTo(output);
     }
     private int computeSerializedSize_0() {
@@ -31182,6 +31212,10 @@ java.lang.String defaultValue) {
       if (pid_ != 0) {
         size += com.google.protobuf.CodedOutputStream
           .computeInt32Size(5, pid_);
+      }
+      if (doorbell_ != false) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeBoolSize(6, doorbell_);
       }
       return size;
     }
@@ -31216,6 +31250,8 @@ java.lang.String defaultValue) {
       if (behavior_ != other.behavior_) return false;
       if (getPid()
           != other.getPid()) return false;
+      if (getDoorbell()
+          != other.getDoorbell()) return false;
       if (!getUnknownFields().equals(other.getUnknownFields())) return false;
       return true;
     }
@@ -31237,6 +31273,9 @@ java.lang.String defaultValue) {
       hash = (53 * hash) + behavior_;
       hash = (37 * hash) + PID_FIELD_NUMBER;
       hash = (53 * hash) + getPid();
+      hash = (37 * hash) + DOORBELL_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+          getDoorbell());
       hash = (29 * hash) + getUnknownFields().hashCode();
       memoizedHashCode = hash;
       return hash;
@@ -31373,6 +31412,7 @@ java.lang.String defaultValue) {
         toolCallId_ = "";
         behavior_ = 0;
         pid_ = 0;
+        doorbell_ = false;
         return this;
       }
 
@@ -31421,6 +31461,9 @@ java.lang.String defaultValue) {
         if (((from_bitField0_ & 0x00000010) != 0)) {
           result.pid_ = pid_;
         }
+        if (((from_bitField0_ & 0x00000020) != 0)) {
+          result.doorbell_ = doorbell_;
+        }
       }
 
       @java.lang.Override
@@ -31455,6 +31498,9 @@ java.lang.String defaultValue) {
         }
         if (other.getPid() != 0) {
           setPid(other.getPid());
+        }
+        if (other.getDoorbell() != false) {
+          setDoorbell(other.getDoorbell());
         }
         this.mergeUnknownFields(other.getUnknownFields());
         onChanged();
@@ -31507,6 +31553,11 @@ java.lang.String defaultValue) {
                 bitField0_ |= 0x00000010;
                 break;
               } // case 40
+              case 48: {
+                doorbell_ = input.readBool();
+                bitField0_ |= 0x00000020;
+                break;
+              } // case 48
               default: {
                 if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                   done = true; // was an endgroup tag
@@ -31872,6 +31923,53 @@ java.lang.String defaultValue) {
       public Builder clearPid() {
         bitField0_ = (bitField0_ & ~0x00000010);
         pid_ = 0;
+        onChanged();
+        return this;
+      }
+
+      private boolean doorbell_ ;
+      /**
+       * <pre>
+       * Ask for a cancel doorbell (see Doorbell). Granted when the daemon has one; a tool
+       * that asks still gets, and must still handle, the cancel on this stream.
+       * </pre>
+       *
+       * <code>bool doorbell = 6;</code>
+       * @return The doorbell.
+       */
+      @java.lang.Override
+      public boolean getDoorbell() {
+        return doorbell_;
+      }
+      /**
+       * <pre>
+       * Ask for a cancel doorbell (see Doorbell). Granted when the daemon has one; a tool
+       * that asks still gets, and must still handle, the cancel on this stream.
+       * </pre>
+       *
+       * <code>bool doorbell = 6;</code>
+       * @param value The doorbell to set.
+       * @return This builder for chaining.
+       */
+      public Builder setDoorbell(boolean value) {
+
+        doorbell_ = value;
+        bitField0_ |= 0x00000020;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Ask for a cancel doorbell (see Doorbell). Granted when the daemon has one; a tool
+       * that asks still gets, and must still handle, the cancel on this stream.
+       * </pre>
+       *
+       * <code>bool doorbell = 6;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearDoorbell() {
+        bitField0_ = (bitField0_ & ~0x00000020);
+        doorbell_ = false;
         onChanged();
         return this;
       }
@@ -37993,6 +38091,33 @@ java.lang.String defaultValue) {
      * <code>.google.protobuf.Duration grace = 5;</code>
      */
     com.google.protobuf.DurationOrBuilder getGraceOrBuilder();
+
+    /**
+     * <pre>
+     * Set when hello asked for a doorbell and the daemon has a doorbell socket.
+     * </pre>
+     *
+     * <code>.interrupt.v1.Doorbell doorbell = 6;</code>
+     * @return Whether the doorbell field is set.
+     */
+    boolean hasDoorbell();
+    /**
+     * <pre>
+     * Set when hello asked for a doorbell and the daemon has a doorbell socket.
+     * </pre>
+     *
+     * <code>.interrupt.v1.Doorbell doorbell = 6;</code>
+     * @return The doorbell.
+     */
+    interrupt.v1.Interrupt.Doorbell getDoorbell();
+    /**
+     * <pre>
+     * Set when hello asked for a doorbell and the daemon has a doorbell socket.
+     * </pre>
+     *
+     * <code>.interrupt.v1.Doorbell doorbell = 6;</code>
+     */
+    interrupt.v1.Interrupt.DoorbellOrBuilder getDoorbellOrBuilder();
   }
   /**
    * <pre>
@@ -38177,6 +38302,44 @@ java.lang.String defaultValue) {
       return grace_ == null ? com.google.protobuf.Duration.getDefaultInstance() : grace_;
     }
 
+    public static final int DOORBELL_FIELD_NUMBER = 6;
+    private interrupt.v1.Interrupt.Doorbell doorbell_;
+    /**
+     * <pre>
+     * Set when hello asked for a doorbell and the daemon has a doorbell socket.
+     * </pre>
+     *
+     * <code>.interrupt.v1.Doorbell doorbell = 6;</code>
+     * @return Whether the doorbell field is set.
+     */
+    @java.lang.Override
+    public boolean hasDoorbell() {
+      return ((bitField0_ & 0x00000002) != 0);
+    }
+    /**
+     * <pre>
+     * Set when hello asked for a doorbell and the daemon has a doorbell socket.
+     * </pre>
+     *
+     * <code>.interrupt.v1.Doorbell doorbell = 6;</code>
+     * @return The doorbell.
+     */
+    @java.lang.Override
+    public interrupt.v1.Interrupt.Doorbell getDoorbell() {
+      return doorbell_ == null ? interrupt.v1.Interrupt.Doorbell.getDefaultInstance() : doorbell_;
+    }
+    /**
+     * <pre>
+     * Set when hello asked for a doorbell and the daemon has a doorbell socket.
+     * </pre>
+     *
+     * <code>.interrupt.v1.Doorbell doorbell = 6;</code>
+     */
+    @java.lang.Override
+    public interrupt.v1.Interrupt.DoorbellOrBuilder getDoorbellOrBuilder() {
+      return doorbell_ == null ? interrupt.v1.Interrupt.Doorbell.getDefaultInstance() : doorbell_;
+    }
+
     private byte memoizedIsInitialized = -1;
     @java.lang.Override
     public final boolean isInitialized() {
@@ -38206,6 +38369,9 @@ java.lang.String defaultValue) {
       if (((bitField0_ & 0x00000001) != 0)) {
         output.writeMessage(5, getGrace());
       }
+      if (((bitField0_ & 0x00000002) != 0)) {
+        output.writeMessage(6, getDoorbell());
+      }
       getUnknownFields().writeTo(output);
     }
     private int computeSerializedSize_0() {
@@ -38227,6 +38393,10 @@ java.lang.String defaultValue) {
       if (((bitField0_ & 0x00000001) != 0)) {
         size += com.google.protobuf.CodedOutputStream
           .computeMessageSize(5, getGrace());
+      }
+      if (((bitField0_ & 0x00000002) != 0)) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(6, getDoorbell());
       }
       return size;
     }
@@ -38264,6 +38434,11 @@ java.lang.String defaultValue) {
         if (!getGrace()
             .equals(other.getGrace())) return false;
       }
+      if (hasDoorbell() != other.hasDoorbell()) return false;
+      if (hasDoorbell()) {
+        if (!getDoorbell()
+            .equals(other.getDoorbell())) return false;
+      }
       if (!getUnknownFields().equals(other.getUnknownFields())) return false;
       return true;
     }
@@ -38287,6 +38462,10 @@ java.lang.String defaultValue) {
       if (hasGrace()) {
         hash = (37 * hash) + GRACE_FIELD_NUMBER;
         hash = (53 * hash) + getGrace().hashCode();
+      }
+      if (hasDoorbell()) {
+        hash = (37 * hash) + DOORBELL_FIELD_NUMBER;
+        hash = (53 * hash) + getDoorbell().hashCode();
       }
       hash = (29 * hash) + getUnknownFields().hashCode();
       memoizedHashCode = hash;
@@ -38423,6 +38602,7 @@ java.lang.String defaultValue) {
         if (com.google.protobuf.GeneratedMessage
                 .alwaysUseFieldBuilders) {
           internalGetGraceFieldBuilder();
+          internalGetDoorbellFieldBuilder();
         }
       }
       @java.lang.Override
@@ -38437,6 +38617,11 @@ java.lang.String defaultValue) {
         if (graceBuilder_ != null) {
           graceBuilder_.dispose();
           graceBuilder_ = null;
+        }
+        doorbell_ = null;
+        if (doorbellBuilder_ != null) {
+          doorbellBuilder_.dispose();
+          doorbellBuilder_ = null;
         }
         return this;
       }
@@ -38490,6 +38675,12 @@ java.lang.String defaultValue) {
               : graceBuilder_.build();
           to_bitField0_ |= 0x00000001;
         }
+        if (((from_bitField0_ & 0x00000020) != 0)) {
+          result.doorbell_ = doorbellBuilder_ == null
+              ? doorbell_
+              : doorbellBuilder_.build();
+          to_bitField0_ |= 0x00000002;
+        }
         result.bitField0_ |= to_bitField0_;
       }
 
@@ -38523,6 +38714,9 @@ java.lang.String defaultValue) {
         }
         if (other.hasGrace()) {
           mergeGrace(other.getGrace());
+        }
+        if (other.hasDoorbell()) {
+          mergeDoorbell(other.getDoorbell());
         }
         this.mergeUnknownFields(other.getUnknownFields());
         onChanged();
@@ -38577,6 +38771,13 @@ java.lang.String defaultValue) {
                 bitField0_ |= 0x00000010;
                 break;
               } // case 42
+              case 50: {
+                input.readMessage(
+                    internalGetDoorbellFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                bitField0_ |= 0x00000020;
+                break;
+              } // case 50
               default: {
                 if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                   done = true; // was an endgroup tag
@@ -38943,6 +39144,163 @@ java.lang.String defaultValue) {
         return graceBuilder_;
       }
 
+      private interrupt.v1.Interrupt.Doorbell doorbell_;
+      private com.google.protobuf.SingleFieldBuilder<
+          interrupt.v1.Interrupt.Doorbell, interrupt.v1.Interrupt.Doorbell.Builder, interrupt.v1.Interrupt.DoorbellOrBuilder> doorbellBuilder_;
+      /**
+       * <pre>
+       * Set when hello asked for a doorbell and the daemon has a doorbell socket.
+       * </pre>
+       *
+       * <code>.interrupt.v1.Doorbell doorbell = 6;</code>
+       * @return Whether the doorbell field is set.
+       */
+      public boolean hasDoorbell() {
+        return ((bitField0_ & 0x00000020) != 0);
+      }
+      /**
+       * <pre>
+       * Set when hello asked for a doorbell and the daemon has a doorbell socket.
+       * </pre>
+       *
+       * <code>.interrupt.v1.Doorbell doorbell = 6;</code>
+       * @return The doorbell.
+       */
+      public interrupt.v1.Interrupt.Doorbell getDoorbell() {
+        if (doorbellBuilder_ == null) {
+          return doorbell_ == null ? interrupt.v1.Interrupt.Doorbell.getDefaultInstance() : doorbell_;
+        } else {
+          return doorbellBuilder_.getMessage();
+        }
+      }
+      /**
+       * <pre>
+       * Set when hello asked for a doorbell and the daemon has a doorbell socket.
+       * </pre>
+       *
+       * <code>.interrupt.v1.Doorbell doorbell = 6;</code>
+       */
+      public Builder setDoorbell(interrupt.v1.Interrupt.Doorbell value) {
+        if (doorbellBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          doorbell_ = value;
+        } else {
+          doorbellBuilder_.setMessage(value);
+        }
+        bitField0_ |= 0x00000020;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Set when hello asked for a doorbell and the daemon has a doorbell socket.
+       * </pre>
+       *
+       * <code>.interrupt.v1.Doorbell doorbell = 6;</code>
+       */
+      public Builder setDoorbell(
+          interrupt.v1.Interrupt.Doorbell.Builder builderForValue) {
+        if (doorbellBuilder_ == null) {
+          doorbell_ = builderForValue.build();
+        } else {
+          doorbellBuilder_.setMessage(builderForValue.build());
+        }
+        bitField0_ |= 0x00000020;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Set when hello asked for a doorbell and the daemon has a doorbell socket.
+       * </pre>
+       *
+       * <code>.interrupt.v1.Doorbell doorbell = 6;</code>
+       */
+      public Builder mergeDoorbell(interrupt.v1.Interrupt.Doorbell value) {
+        if (doorbellBuilder_ == null) {
+          if (((bitField0_ & 0x00000020) != 0) &&
+            doorbell_ != null &&
+            doorbell_ != interrupt.v1.Interrupt.Doorbell.getDefaultInstance()) {
+            getDoorbellBuilder().mergeFrom(value);
+          } else {
+            doorbell_ = value;
+          }
+        } else {
+          doorbellBuilder_.mergeFrom(value);
+        }
+        if (doorbell_ != null) {
+          bitField0_ |= 0x00000020;
+          onChanged();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * Set when hello asked for a doorbell and the daemon has a doorbell socket.
+       * </pre>
+       *
+       * <code>.interrupt.v1.Doorbell doorbell = 6;</code>
+       */
+      public Builder clearDoorbell() {
+        bitField0_ = (bitField0_ & ~0x00000020);
+        doorbell_ = null;
+        if (doorbellBuilder_ != null) {
+          doorbellBuilder_.dispose();
+          doorbellBuilder_ = null;
+        }
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Set when hello asked for a doorbell and the daemon has a doorbell socket.
+       * </pre>
+       *
+       * <code>.interrupt.v1.Doorbell doorbell = 6;</code>
+       */
+      public interrupt.v1.Interrupt.Doorbell.Builder getDoorbellBuilder() {
+        bitField0_ |= 0x00000020;
+        onChanged();
+        return internalGetDoorbellFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * Set when hello asked for a doorbell and the daemon has a doorbell socket.
+       * </pre>
+       *
+       * <code>.interrupt.v1.Doorbell doorbell = 6;</code>
+       */
+      public interrupt.v1.Interrupt.DoorbellOrBuilder getDoorbellOrBuilder() {
+        if (doorbellBuilder_ != null) {
+          return doorbellBuilder_.getMessageOrBuilder();
+        } else {
+          return doorbell_ == null ?
+              interrupt.v1.Interrupt.Doorbell.getDefaultInstance() : doorbell_;
+        }
+      }
+      /**
+       * <pre>
+       * Set when hello asked for a doorbell and the daemon has a doorbell socket.
+       * </pre>
+       *
+       * <code>.interrupt.v1.Doorbell doorbell = 6;</code>
+       */
+      private com.google.protobuf.SingleFieldBuilder<
+          interrupt.v1.Interrupt.Doorbell, interrupt.v1.Interrupt.Doorbell.Builder, interrupt.v1.Interrupt.DoorbellOrBuilder> 
+          internalGetDoorbellFieldBuilder() {
+        if (doorbellBuilder_ == null) {
+          doorbellBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+              interrupt.v1.Interrupt.Doorbell, interrupt.v1.Interrupt.Doorbell.Builder, interrupt.v1.Interrupt.DoorbellOrBuilder>(
+                  getDoorbell(),
+                  getParentForChildren(),
+                  isClean());
+          doorbell_ = null;
+        }
+        return doorbellBuilder_;
+      }
+
       // @@protoc_insertion_point(builder_scope:interrupt.v1.Attached)
     }
 
@@ -38989,6 +39347,735 @@ java.lang.String defaultValue) {
 
     @java.lang.Override
     public interrupt.v1.Interrupt.Attached getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
+  public interface DoorbellOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:interrupt.v1.Doorbell)
+      com.google.protobuf.MessageOrBuilder {
+
+    /**
+     * <code>string path = 1;</code>
+     * @return The path.
+     */
+    java.lang.String getPath();
+    /**
+     * <code>string path = 1;</code>
+     * @return The bytes for path.
+     */
+    com.google.protobuf.ByteString
+        getPathBytes();
+
+    /**
+     * <pre>
+     * 32 lowercase hex characters, valid for this stream only.
+     * </pre>
+     *
+     * <code>string token = 2;</code>
+     * @return The token.
+     */
+    java.lang.String getToken();
+    /**
+     * <pre>
+     * 32 lowercase hex characters, valid for this stream only.
+     * </pre>
+     *
+     * <code>string token = 2;</code>
+     * @return The bytes for token.
+     */
+    com.google.protobuf.ByteString
+        getTokenBytes();
+  }
+  /**
+   * <pre>
+   * A unix-socket side channel that carries this tool's cancel ahead of the stream: a raw
+   * socket write reaches the tool in a fraction of the time of a gRPC stream message.
+   *
+   * Connect to `path` (SOCK_STREAM) and write the token's bytes as they are. When the
+   * execution trips (at once, if it already has) the daemon writes the cancel as a 4-byte
+   * big-endian length followed by a serialized Cancel; nothing else is ever written. The same
+   * cancel still follows on the stream, which stays authoritative: the doorbell only makes it
+   * earlier. The daemon closes the connection when the stream ends, and at once when the token
+   * is unknown or already used or is not written within 5 seconds; a close before a whole
+   * frame means no doorbell cancel.
+   * </pre>
+   *
+   * Protobuf type {@code interrupt.v1.Doorbell}
+   */
+  public static final class Doorbell extends
+      com.google.protobuf.GeneratedMessage implements
+      // @@protoc_insertion_point(message_implements:interrupt.v1.Doorbell)
+      DoorbellOrBuilder {
+  private static final long serialVersionUID = 0L;
+    static {
+      com.google.protobuf.RuntimeVersion.validateProtobufGencodeVersion(
+        com.google.protobuf.RuntimeVersion.RuntimeDomain.PUBLIC,
+        /* major= */ 4,
+        /* minor= */ 35,
+        /* patch= */ 1,
+        /* suffix= */ "",
+        "Doorbell");
+    }
+    // Use Doorbell.newBuilder() to construct.
+    private Doorbell(com.google.protobuf.GeneratedMessage.Builder<?> builder) {
+      super(builder);
+    }
+    private Doorbell() {
+      path_ = "";
+      token_ = "";
+    }
+
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return interrupt.v1.Interrupt.internal_static_interrupt_v1_Doorbell_descriptor;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Descriptors.Descriptor getDescriptorForType() {
+      return interrupt.v1.Interrupt.internal_static_interrupt_v1_Doorbell_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return interrupt.v1.Interrupt.internal_static_interrupt_v1_Doorbell_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              interrupt.v1.Interrupt.Doorbell.class, interrupt.v1.Interrupt.Doorbell.Builder.class);
+    }
+
+    public static final int PATH_FIELD_NUMBER = 1;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object path_ = "";
+    /**
+     * <code>string path = 1;</code>
+     * @return The path.
+     */
+    @java.lang.Override
+    public java.lang.String getPath() {
+      java.lang.Object ref = path_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        path_ = s;
+        return s;
+      }
+    }
+    /**
+     * <code>string path = 1;</code>
+     * @return The bytes for path.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getPathBytes() {
+      java.lang.Object ref = path_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        path_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    public static final int TOKEN_FIELD_NUMBER = 2;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object token_ = "";
+    /**
+     * <pre>
+     * 32 lowercase hex characters, valid for this stream only.
+     * </pre>
+     *
+     * <code>string token = 2;</code>
+     * @return The token.
+     */
+    @java.lang.Override
+    public java.lang.String getToken() {
+      java.lang.Object ref = token_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        token_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * 32 lowercase hex characters, valid for this stream only.
+     * </pre>
+     *
+     * <code>string token = 2;</code>
+     * @return The bytes for token.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getTokenBytes() {
+      java.lang.Object ref = token_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        token_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(path_)) {
+        com.google.protobuf.GeneratedMessage.writeString(output, 1, path_);
+      }
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(token_)) {
+        com.google.protobuf.GeneratedMessage.writeString(output, 2, token_);
+      }
+      getUnknownFields().writeTo(output);
+    }
+    private int computeSerializedSize_0() {
+      int size = 0;
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(path_)) {
+        size += com.google.protobuf.GeneratedMessage.computeStringSize(1, path_);
+      }
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(token_)) {
+        size += com.google.protobuf.GeneratedMessage.computeStringSize(2, token_);
+      }
+      return size;
+    }
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      size += computeSerializedSize_0();
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof interrupt.v1.Interrupt.Doorbell)) {
+        return super.equals(obj);
+      }
+      interrupt.v1.Interrupt.Doorbell other = (interrupt.v1.Interrupt.Doorbell) obj;
+
+      if (!getPath()
+          .equals(other.getPath())) return false;
+      if (!getToken()
+          .equals(other.getToken())) return false;
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      hash = (37 * hash) + PATH_FIELD_NUMBER;
+      hash = (53 * hash) + getPath().hashCode();
+      hash = (37 * hash) + TOKEN_FIELD_NUMBER;
+      hash = (53 * hash) + getToken().hashCode();
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static interrupt.v1.Interrupt.Doorbell parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static interrupt.v1.Interrupt.Doorbell parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static interrupt.v1.Interrupt.Doorbell parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static interrupt.v1.Interrupt.Doorbell parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static interrupt.v1.Interrupt.Doorbell parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static interrupt.v1.Interrupt.Doorbell parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static interrupt.v1.Interrupt.Doorbell parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessage
+          .parseWithIOException(PARSER, input);
+    }
+    public static interrupt.v1.Interrupt.Doorbell parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessage
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    public static interrupt.v1.Interrupt.Doorbell parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessage
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+
+    public static interrupt.v1.Interrupt.Doorbell parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessage
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static interrupt.v1.Interrupt.Doorbell parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessage
+          .parseWithIOException(PARSER, input);
+    }
+    public static interrupt.v1.Interrupt.Doorbell parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessage
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(interrupt.v1.Interrupt.Doorbell prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessage.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * A unix-socket side channel that carries this tool's cancel ahead of the stream: a raw
+     * socket write reaches the tool in a fraction of the time of a gRPC stream message.
+     *
+     * Connect to `path` (SOCK_STREAM) and write the token's bytes as they are. When the
+     * execution trips (at once, if it already has) the daemon writes the cancel as a 4-byte
+     * big-endian length followed by a serialized Cancel; nothing else is ever written. The same
+     * cancel still follows on the stream, which stays authoritative: the doorbell only makes it
+     * earlier. The daemon closes the connection when the stream ends, and at once when the token
+     * is unknown or already used or is not written within 5 seconds; a close before a whole
+     * frame means no doorbell cancel.
+     * </pre>
+     *
+     * Protobuf type {@code interrupt.v1.Doorbell}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessage.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:interrupt.v1.Doorbell)
+        interrupt.v1.Interrupt.DoorbellOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return interrupt.v1.Interrupt.internal_static_interrupt_v1_Doorbell_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return interrupt.v1.Interrupt.internal_static_interrupt_v1_Doorbell_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                interrupt.v1.Interrupt.Doorbell.class, interrupt.v1.Interrupt.Doorbell.Builder.class);
+      }
+
+      // Construct using interrupt.v1.Interrupt.Doorbell.newBuilder()
+      private Builder() {
+
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessage.BuilderParent parent) {
+        super(parent);
+
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        bitField0_ = 0;
+        path_ = "";
+        token_ = "";
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return interrupt.v1.Interrupt.internal_static_interrupt_v1_Doorbell_descriptor;
+      }
+
+      @java.lang.Override
+      public interrupt.v1.Interrupt.Doorbell getDefaultInstanceForType() {
+        return interrupt.v1.Interrupt.Doorbell.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public interrupt.v1.Interrupt.Doorbell build() {
+        interrupt.v1.Interrupt.Doorbell result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public interrupt.v1.Interrupt.Doorbell buildPartial() {
+        interrupt.v1.Interrupt.Doorbell result = new interrupt.v1.Interrupt.Doorbell(this);
+        if (bitField0_ != 0) { buildPartial0(result); }
+        onBuilt();
+        return result;
+      }
+
+      private void buildPartial0(interrupt.v1.Interrupt.Doorbell result) {
+        int from_bitField0_ = bitField0_;
+        if (((from_bitField0_ & 0x00000001) != 0)) {
+          result.path_ = path_;
+        }
+        if (((from_bitField0_ & 0x00000002) != 0)) {
+          result.token_ = token_;
+        }
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof interrupt.v1.Interrupt.Doorbell) {
+          return mergeFrom((interrupt.v1.Interrupt.Doorbell)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(interrupt.v1.Interrupt.Doorbell other) {
+        if (other == interrupt.v1.Interrupt.Doorbell.getDefaultInstance()) return this;
+        if (!other.getPath().isEmpty()) {
+          path_ = other.path_;
+          bitField0_ |= 0x00000001;
+          onChanged();
+        }
+        if (!other.getToken().isEmpty()) {
+          token_ = other.token_;
+          bitField0_ |= 0x00000002;
+          onChanged();
+        }
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              case 10: {
+                path_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000001;
+                break;
+              } // case 10
+              case 18: {
+                token_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000002;
+                break;
+              } // case 18
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      private int bitField0_;
+
+      private java.lang.Object path_ = "";
+      /**
+       * <code>string path = 1;</code>
+       * @return The path.
+       */
+      public java.lang.String getPath() {
+        java.lang.Object ref = path_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          path_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <code>string path = 1;</code>
+       * @return The bytes for path.
+       */
+      public com.google.protobuf.ByteString
+          getPathBytes() {
+        java.lang.Object ref = path_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          path_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <code>string path = 1;</code>
+       * @param value The path to set.
+       * @return This builder for chaining.
+       */
+      public Builder setPath(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        path_ = value;
+        bitField0_ |= 0x00000001;
+        onChanged();
+        return this;
+      }
+      /**
+       * <code>string path = 1;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearPath() {
+        path_ = getDefaultInstance().getPath();
+        bitField0_ = (bitField0_ & ~0x00000001);
+        onChanged();
+        return this;
+      }
+      /**
+       * <code>string path = 1;</code>
+       * @param value The bytes for path to set.
+       * @return This builder for chaining.
+       */
+      public Builder setPathBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        path_ = value;
+        bitField0_ |= 0x00000001;
+        onChanged();
+        return this;
+      }
+
+      private java.lang.Object token_ = "";
+      /**
+       * <pre>
+       * 32 lowercase hex characters, valid for this stream only.
+       * </pre>
+       *
+       * <code>string token = 2;</code>
+       * @return The token.
+       */
+      public java.lang.String getToken() {
+        java.lang.Object ref = token_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          token_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * 32 lowercase hex characters, valid for this stream only.
+       * </pre>
+       *
+       * <code>string token = 2;</code>
+       * @return The bytes for token.
+       */
+      public com.google.protobuf.ByteString
+          getTokenBytes() {
+        java.lang.Object ref = token_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          token_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * 32 lowercase hex characters, valid for this stream only.
+       * </pre>
+       *
+       * <code>string token = 2;</code>
+       * @param value The token to set.
+       * @return This builder for chaining.
+       */
+      public Builder setToken(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        token_ = value;
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * 32 lowercase hex characters, valid for this stream only.
+       * </pre>
+       *
+       * <code>string token = 2;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearToken() {
+        token_ = getDefaultInstance().getToken();
+        bitField0_ = (bitField0_ & ~0x00000002);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * 32 lowercase hex characters, valid for this stream only.
+       * </pre>
+       *
+       * <code>string token = 2;</code>
+       * @param value The bytes for token to set.
+       * @return This builder for chaining.
+       */
+      public Builder setTokenBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        token_ = value;
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return this;
+      }
+
+      // @@protoc_insertion_point(builder_scope:interrupt.v1.Doorbell)
+    }
+
+    // @@protoc_insertion_point(class_scope:interrupt.v1.Doorbell)
+    private static final interrupt.v1.Interrupt.Doorbell DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new interrupt.v1.Interrupt.Doorbell();
+    }
+
+    public static interrupt.v1.Interrupt.Doorbell getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<Doorbell>
+        PARSER = new com.google.protobuf.AbstractParser<Doorbell>() {
+      @java.lang.Override
+      public Doorbell parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<Doorbell> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<Doorbell> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public interrupt.v1.Interrupt.Doorbell getDefaultInstanceForType() {
       return DEFAULT_INSTANCE;
     }
 
@@ -42644,6 +43731,11 @@ java.lang.String defaultValue) {
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_interrupt_v1_Attached_fieldAccessorTable;
   private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_interrupt_v1_Doorbell_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_interrupt_v1_Doorbell_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
     internal_static_interrupt_v1_Cancel_descriptor;
   private static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -42789,81 +43881,84 @@ java.lang.String defaultValue) {
       ".interrupt.v1.UnregisterTerminatorH\000\022(\n\007" +
       "unwound\030\004 \001(\0132\025.interrupt.v1.UnwoundH\000\022;" +
       "\n\021terminator_result\030\005 \001(\0132\036.interrupt.v1" +
-      ".TerminatorResultH\000B\t\n\007message\"\206\001\n\005Hello" +
+      ".TerminatorResultH\000B\t\n\007message\"\230\001\n\005Hello" +
       "\022\024\n\014attach_token\030\001 \001(\t\022\021\n\ttool_name\030\002 \001(" +
       "\t\022\024\n\014tool_call_id\030\003 \001(\t\0221\n\010behavior\030\004 \001(" +
       "\0162\037.interrupt.v1.InterruptBehavior\022\013\n\003pi" +
-      "d\030\005 \001(\005\"\250\001\n\022RegisterTerminator\022\025\n\rtermin" +
-      "ator_id\030\001 \001(\t\0224\n\010callback\030\002 \001(\0132 .interr" +
-      "upt.v1.CallbackTerminatorH\000\022=\n\rprocess_g" +
-      "roup\030\003 \001(\0132$.interrupt.v1.ProcessGroupTe" +
-      "rminatorH\000B\006\n\004kind\"\024\n\022CallbackTerminator" +
-      "\"e\n\026ProcessGroupTerminator\022\014\n\004pgid\030\001 \001(\005" +
-      "\022\016\n\006signal\030\002 \001(\005\022-\n\nkill_after\030\003 \001(\0132\031.g" +
-      "oogle.protobuf.Duration\"-\n\024UnregisterTer" +
-      "minator\022\025\n\rterminator_id\030\001 \001(\t\"E\n\007Unwoun" +
-      "d\022*\n\007outcome\030\001 \001(\0162\031.interrupt.v1.ToolOu" +
-      "tcome\022\016\n\006detail\030\002 \001(\t\"8\n\020TerminatorResul" +
-      "t\022\025\n\rterminator_id\030\001 \001(\t\022\r\n\005error\030\002 \001(\t\"" +
-      "\341\002\n\016SidecarMessage\022*\n\010attached\030\001 \001(\0132\026.i" +
-      "nterrupt.v1.AttachedH\000\022&\n\006cancel\030\002 \001(\0132\024" +
-      ".interrupt.v1.CancelH\000\0225\n\016run_terminator" +
-      "\030\003 \001(\0132\033.interrupt.v1.RunTerminatorH\000\022C\n" +
-      "\025terminator_registered\030\004 \001(\0132\".interrupt" +
-      ".v1.TerminatorRegisteredH\000\022+\n\005error\030\005 \001(" +
-      "\0132\032.interrupt.v1.ChannelErrorH\000\022G\n\027termi" +
-      "nator_unregistered\030\006 \001(\0132$.interrupt.v1." +
-      "TerminatorUnregisteredH\000B\t\n\007message\"\235\001\n\010" +
-      "Attached\022\024\n\014execution_id\030\001 \001(\t\022\021\n\tcancel" +
-      "led\030\002 \001(\010\022-\n\006reason\030\003 \001(\0162\035.interrupt.v1" +
-      ".InterruptReason\022\017\n\007tool_id\030\004 \001(\t\022(\n\005gra" +
-      "ce\030\005 \001(\0132\031.google.protobuf.Duration\"\253\001\n\006" +
-      "Cancel\022-\n\006reason\030\001 \001(\0162\035.interrupt.v1.In" +
-      "terruptReason\022\016\n\006detail\030\002 \001(\t\022.\n\ntripped" +
-      "_at\030\003 \001(\0132\032.google.protobuf.Timestamp\0222\n" +
-      "\016grace_deadline\030\004 \001(\0132\032.google.protobuf." +
-      "Timestamp\"&\n\rRunTerminator\022\025\n\rterminator" +
-      "_id\030\001 \001(\t\"-\n\024TerminatorRegistered\022\025\n\rter" +
-      "minator_id\030\001 \001(\t\"/\n\026TerminatorUnregister" +
-      "ed\022\025\n\rterminator_id\030\001 \001(\t\"D\n\014ChannelErro" +
-      "r\022\014\n\004code\030\001 \001(\005\022\017\n\007message\030\002 \001(\t\022\025\n\rterm" +
-      "inator_id\030\003 \001(\t*\334\001\n\021InterruptBehavior\022\"\n" +
-      "\036INTERRUPT_BEHAVIOR_UNSPECIFIED\020\000\022(\n$INT" +
-      "ERRUPT_BEHAVIOR_NON_INTERRUPTIBLE\020\001\022\"\n\036I" +
-      "NTERRUPT_BEHAVIOR_COOPERATIVE\020\002\022\'\n#INTER" +
-      "RUPT_BEHAVIOR_THREAD_INTERRUPT\020\003\022,\n(INTE" +
-      "RRUPT_BEHAVIOR_EXTERNALLY_TERMINATED\020\004*\200" +
-      "\003\n\017InterruptReason\022 \n\034INTERRUPT_REASON_U" +
-      "NSPECIFIED\020\000\022 \n\034INTERRUPT_REASON_USER_SI" +
-      "GINT\020\001\022\'\n#INTERRUPT_REASON_NOW_PRIORITY_" +
-      "INPUT\020\002\022$\n INTERRUPT_REASON_BUDGET_EXCEE" +
-      "DED\020\003\022%\n!INTERRUPT_REASON_PARENT_CANCELL" +
-      "ED\020\004\022#\n\037INTERRUPT_REASON_TASK_CANCELLED\020" +
-      "\005\022$\n INTERRUPT_REASON_SYSTEM_SHUTDOWN\020\006\022" +
-      "\037\n\033INTERRUPT_REASON_LEASE_LOST\020\007\022%\n!INTE" +
-      "RRUPT_REASON_SESSION_RELEASED\020\010\022 \n\034INTER" +
-      "RUPT_REASON_HOLDER_LOST\020\t*~\n\013ToolOutcome" +
-      "\022\034\n\030TOOL_OUTCOME_UNSPECIFIED\020\000\022\032\n\026TOOL_O" +
-      "UTCOME_COMPLETED\020\001\022\034\n\030TOOL_OUTCOME_INTER" +
-      "RUPTED\020\002\022\027\n\023TOOL_OUTCOME_FAILED\020\0032\357\004\n\022Co" +
-      "ordinatorService\022[\n\016BeginExecution\022#.int" +
-      "errupt.v1.BeginExecutionRequest\032$.interr" +
-      "upt.v1.BeginExecutionResponse\022L\n\tInterru" +
-      "pt\022\036.interrupt.v1.InterruptRequest\032\037.int" +
-      "errupt.v1.InterruptResponse\022U\n\014EndExecut" +
-      "ion\022!.interrupt.v1.EndExecutionRequest\032\"" +
-      ".interrupt.v1.EndExecutionResponse\022L\n\tKe" +
-      "epAlive\022\036.interrupt.v1.KeepAliveRequest\032" +
-      "\037.interrupt.v1.KeepAliveResponse\022U\n\014GetE" +
-      "xecution\022!.interrupt.v1.GetExecutionRequ" +
-      "est\032\".interrupt.v1.GetExecutionResponse\022" +
-      "[\n\016ListExecutions\022#.interrupt.v1.ListExe" +
-      "cutionsRequest\032$.interrupt.v1.ListExecut" +
-      "ionsResponse\022U\n\016WatchExecution\022#.interru" +
-      "pt.v1.WatchExecutionRequest\032\034.interrupt." +
-      "v1.ExecutionEvent0\0012[\n\022ToolChannelServic" +
-      "e\022E\n\006Attach\022\031.interrupt.v1.ToolMessage\032\034" +
-      ".interrupt.v1.SidecarMessage(\0010\001b\006proto3"
+      "d\030\005 \001(\005\022\020\n\010doorbell\030\006 \001(\010\"\250\001\n\022RegisterTe" +
+      "rminator\022\025\n\rterminator_id\030\001 \001(\t\0224\n\010callb" +
+      "ack\030\002 \001(\0132 .interrupt.v1.CallbackTermina" +
+      "torH\000\022=\n\rprocess_group\030\003 \001(\0132$.interrupt" +
+      ".v1.ProcessGroupTerminatorH\000B\006\n\004kind\"\024\n\022" +
+      "CallbackTerminator\"e\n\026ProcessGroupTermin" +
+      "ator\022\014\n\004pgid\030\001 \001(\005\022\016\n\006signal\030\002 \001(\005\022-\n\nki" +
+      "ll_after\030\003 \001(\0132\031.google.protobuf.Duratio" +
+      "n\"-\n\024UnregisterTerminator\022\025\n\rterminator_" +
+      "id\030\001 \001(\t\"E\n\007Unwound\022*\n\007outcome\030\001 \001(\0162\031.i" +
+      "nterrupt.v1.ToolOutcome\022\016\n\006detail\030\002 \001(\t\"" +
+      "8\n\020TerminatorResult\022\025\n\rterminator_id\030\001 \001" +
+      "(\t\022\r\n\005error\030\002 \001(\t\"\341\002\n\016SidecarMessage\022*\n\010" +
+      "attached\030\001 \001(\0132\026.interrupt.v1.AttachedH\000" +
+      "\022&\n\006cancel\030\002 \001(\0132\024.interrupt.v1.CancelH\000" +
+      "\0225\n\016run_terminator\030\003 \001(\0132\033.interrupt.v1." +
+      "RunTerminatorH\000\022C\n\025terminator_registered" +
+      "\030\004 \001(\0132\".interrupt.v1.TerminatorRegister" +
+      "edH\000\022+\n\005error\030\005 \001(\0132\032.interrupt.v1.Chann" +
+      "elErrorH\000\022G\n\027terminator_unregistered\030\006 \001" +
+      "(\0132$.interrupt.v1.TerminatorUnregistered" +
+      "H\000B\t\n\007message\"\307\001\n\010Attached\022\024\n\014execution_" +
+      "id\030\001 \001(\t\022\021\n\tcancelled\030\002 \001(\010\022-\n\006reason\030\003 " +
+      "\001(\0162\035.interrupt.v1.InterruptReason\022\017\n\007to" +
+      "ol_id\030\004 \001(\t\022(\n\005grace\030\005 \001(\0132\031.google.prot" +
+      "obuf.Duration\022(\n\010doorbell\030\006 \001(\0132\026.interr" +
+      "upt.v1.Doorbell\"\'\n\010Doorbell\022\014\n\004path\030\001 \001(" +
+      "\t\022\r\n\005token\030\002 \001(\t\"\253\001\n\006Cancel\022-\n\006reason\030\001 " +
+      "\001(\0162\035.interrupt.v1.InterruptReason\022\016\n\006de" +
+      "tail\030\002 \001(\t\022.\n\ntripped_at\030\003 \001(\0132\032.google." +
+      "protobuf.Timestamp\0222\n\016grace_deadline\030\004 \001" +
+      "(\0132\032.google.protobuf.Timestamp\"&\n\rRunTer" +
+      "minator\022\025\n\rterminator_id\030\001 \001(\t\"-\n\024Termin" +
+      "atorRegistered\022\025\n\rterminator_id\030\001 \001(\t\"/\n" +
+      "\026TerminatorUnregistered\022\025\n\rterminator_id" +
+      "\030\001 \001(\t\"D\n\014ChannelError\022\014\n\004code\030\001 \001(\005\022\017\n\007" +
+      "message\030\002 \001(\t\022\025\n\rterminator_id\030\003 \001(\t*\334\001\n" +
+      "\021InterruptBehavior\022\"\n\036INTERRUPT_BEHAVIOR" +
+      "_UNSPECIFIED\020\000\022(\n$INTERRUPT_BEHAVIOR_NON" +
+      "_INTERRUPTIBLE\020\001\022\"\n\036INTERRUPT_BEHAVIOR_C" +
+      "OOPERATIVE\020\002\022\'\n#INTERRUPT_BEHAVIOR_THREA" +
+      "D_INTERRUPT\020\003\022,\n(INTERRUPT_BEHAVIOR_EXTE" +
+      "RNALLY_TERMINATED\020\004*\200\003\n\017InterruptReason\022" +
+      " \n\034INTERRUPT_REASON_UNSPECIFIED\020\000\022 \n\034INT" +
+      "ERRUPT_REASON_USER_SIGINT\020\001\022\'\n#INTERRUPT" +
+      "_REASON_NOW_PRIORITY_INPUT\020\002\022$\n INTERRUP" +
+      "T_REASON_BUDGET_EXCEEDED\020\003\022%\n!INTERRUPT_" +
+      "REASON_PARENT_CANCELLED\020\004\022#\n\037INTERRUPT_R" +
+      "EASON_TASK_CANCELLED\020\005\022$\n INTERRUPT_REAS" +
+      "ON_SYSTEM_SHUTDOWN\020\006\022\037\n\033INTERRUPT_REASON" +
+      "_LEASE_LOST\020\007\022%\n!INTERRUPT_REASON_SESSIO" +
+      "N_RELEASED\020\010\022 \n\034INTERRUPT_REASON_HOLDER_" +
+      "LOST\020\t*~\n\013ToolOutcome\022\034\n\030TOOL_OUTCOME_UN" +
+      "SPECIFIED\020\000\022\032\n\026TOOL_OUTCOME_COMPLETED\020\001\022" +
+      "\034\n\030TOOL_OUTCOME_INTERRUPTED\020\002\022\027\n\023TOOL_OU" +
+      "TCOME_FAILED\020\0032\357\004\n\022CoordinatorService\022[\n" +
+      "\016BeginExecution\022#.interrupt.v1.BeginExec" +
+      "utionRequest\032$.interrupt.v1.BeginExecuti" +
+      "onResponse\022L\n\tInterrupt\022\036.interrupt.v1.I" +
+      "nterruptRequest\032\037.interrupt.v1.Interrupt" +
+      "Response\022U\n\014EndExecution\022!.interrupt.v1." +
+      "EndExecutionRequest\032\".interrupt.v1.EndEx" +
+      "ecutionResponse\022L\n\tKeepAlive\022\036.interrupt" +
+      ".v1.KeepAliveRequest\032\037.interrupt.v1.Keep" +
+      "AliveResponse\022U\n\014GetExecution\022!.interrup" +
+      "t.v1.GetExecutionRequest\032\".interrupt.v1." +
+      "GetExecutionResponse\022[\n\016ListExecutions\022#" +
+      ".interrupt.v1.ListExecutionsRequest\032$.in" +
+      "terrupt.v1.ListExecutionsResponse\022U\n\016Wat" +
+      "chExecution\022#.interrupt.v1.WatchExecutio" +
+      "nRequest\032\034.interrupt.v1.ExecutionEvent0\001" +
+      "2[\n\022ToolChannelService\022E\n\006Attach\022\031.inter" +
+      "rupt.v1.ToolMessage\032\034.interrupt.v1.Sidec" +
+      "arMessage(\0010\001b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -43050,7 +44145,7 @@ java.lang.String defaultValue) {
     internal_static_interrupt_v1_Hello_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_Hello_descriptor,
-        new java.lang.String[] { "AttachToken", "ToolName", "ToolCallId", "Behavior", "Pid", });
+        new java.lang.String[] { "AttachToken", "ToolName", "ToolCallId", "Behavior", "Pid", "Doorbell", });
     internal_static_interrupt_v1_RegisterTerminator_descriptor =
       getDescriptor().getMessageType(28);
     internal_static_interrupt_v1_RegisterTerminator_fieldAccessorTable = new
@@ -43098,33 +44193,39 @@ java.lang.String defaultValue) {
     internal_static_interrupt_v1_Attached_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_Attached_descriptor,
-        new java.lang.String[] { "ExecutionId", "Cancelled", "Reason", "ToolId", "Grace", });
-    internal_static_interrupt_v1_Cancel_descriptor =
+        new java.lang.String[] { "ExecutionId", "Cancelled", "Reason", "ToolId", "Grace", "Doorbell", });
+    internal_static_interrupt_v1_Doorbell_descriptor =
       getDescriptor().getMessageType(36);
+    internal_static_interrupt_v1_Doorbell_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_interrupt_v1_Doorbell_descriptor,
+        new java.lang.String[] { "Path", "Token", });
+    internal_static_interrupt_v1_Cancel_descriptor =
+      getDescriptor().getMessageType(37);
     internal_static_interrupt_v1_Cancel_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_Cancel_descriptor,
         new java.lang.String[] { "Reason", "Detail", "TrippedAt", "GraceDeadline", });
     internal_static_interrupt_v1_RunTerminator_descriptor =
-      getDescriptor().getMessageType(37);
+      getDescriptor().getMessageType(38);
     internal_static_interrupt_v1_RunTerminator_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_RunTerminator_descriptor,
         new java.lang.String[] { "TerminatorId", });
     internal_static_interrupt_v1_TerminatorRegistered_descriptor =
-      getDescriptor().getMessageType(38);
+      getDescriptor().getMessageType(39);
     internal_static_interrupt_v1_TerminatorRegistered_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_TerminatorRegistered_descriptor,
         new java.lang.String[] { "TerminatorId", });
     internal_static_interrupt_v1_TerminatorUnregistered_descriptor =
-      getDescriptor().getMessageType(39);
+      getDescriptor().getMessageType(40);
     internal_static_interrupt_v1_TerminatorUnregistered_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_TerminatorUnregistered_descriptor,
         new java.lang.String[] { "TerminatorId", });
     internal_static_interrupt_v1_ChannelError_descriptor =
-      getDescriptor().getMessageType(40);
+      getDescriptor().getMessageType(41);
     internal_static_interrupt_v1_ChannelError_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ChannelError_descriptor,
