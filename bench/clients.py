@@ -69,23 +69,37 @@ def channel(address: str) -> grpc.aio.Channel:
 
 
 class DaemonTarget:
-    def __init__(self, address: str, behavior: int = pb.INTERRUPT_BEHAVIOR_COOPERATIVE) -> None:
-        self.name = "daemon"
+    """The daemon; with ``doorbell`` the tool asks for the cancel doorbell and takes the
+    cancel from whichever of it and the stream delivers first (as the Python client does)."""
+
+    def __init__(
+        self,
+        address: str,
+        behavior: pb.InterruptBehavior.ValueType = pb.INTERRUPT_BEHAVIOR_COOPERATIVE,
+        doorbell: bool = False,
+    ) -> None:
+        self.name = "daemon+doorbell" if doorbell else "daemon"
         self.channel = channel(address)
         self.coordinator = pb_grpc.CoordinatorServiceStub(self.channel)
         self.tools = pb_grpc.ToolChannelServiceStub(self.channel)
         self.behavior = behavior
+        self.doorbell = doorbell
 
     async def setup(self) -> DaemonTrial:
         begun = await self.coordinator.BeginExecution(pb.BeginExecutionRequest(), metadata=AUTH_METADATA)
         out = _Outgoing()
         call = self.tools.Attach(out.messages())
-        out.queue.put_nowait(
-            pb.ToolMessage(hello=pb.Hello(attach_token=begun.attach_token, tool_name="bench", behavior=self.behavior))  # type: ignore[arg-type]
+        hello = pb.Hello(
+            attach_token=begun.attach_token, tool_name="bench", behavior=self.behavior, doorbell=self.doorbell
         )
+        out.queue.put_nowait(pb.ToolMessage(hello=hello))
         attached = await asyncio.wait_for(call.read(), RECV_TIMEOUT_S)
         assert isinstance(attached, pb.SidecarMessage) and attached.HasField("attached"), attached
-        return DaemonTrial(self, begun.execution_id, call, out)
+        bell = None
+        if self.doorbell:
+            assert attached.attached.HasField("doorbell"), "the daemon granted no doorbell"
+            bell = await ring_doorbell(attached.attached.doorbell)
+        return DaemonTrial(self, begun.execution_id, call, out, bell)
 
     async def close(self) -> None:
         await self.channel.close()
@@ -98,21 +112,33 @@ class DaemonTrial:
         execution_id: str,
         call: grpc.aio.StreamStreamCall[pb.ToolMessage, pb.SidecarMessage],
         out: _Outgoing,
+        bell: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None,
     ) -> None:
         self.target, self.execution_id, self.call, self.out = target, execution_id, call, out
+        self.bell = bell
 
     async def fire(self) -> Sample:
         request = pb.InterruptRequest(execution_id=self.execution_id, reason=pb.INTERRUPT_REASON_USER_SIGINT)
         fired = time.monotonic_ns()
         answer = self.target.coordinator.Interrupt(request, metadata=AUTH_METADATA)
+        rung: pb.Cancel | None = None
+        if self.bell is not None:
+            rung = await asyncio.wait_for(read_doorbell(self.bell[0]), RECV_TIMEOUT_S)
+            received = time.monotonic_ns()
+            wall = time.time_ns()
+            assert rung is not None, "the doorbell hung up without a cancel"
         message = await asyncio.wait_for(self.call.read(), RECV_TIMEOUT_S)
-        received = time.monotonic_ns()
-        wall = time.time_ns()
+        if rung is None:
+            received = time.monotonic_ns()
+            wall = time.time_ns()
         await answer
         assert isinstance(message, pb.SidecarMessage) and message.HasField("cancel"), message
-        return Sample(fired, received, wall - message.cancel.tripped_at.ToNanoseconds())
+        cancel = rung if rung is not None else message.cancel
+        return Sample(fired, received, wall - cancel.tripped_at.ToNanoseconds())
 
     async def finish(self) -> None:
+        if self.bell is not None:
+            self.bell[1].close()
         self.out.queue.put_nowait(pb.ToolMessage(unwound=pb.Unwound(outcome=pb.TOOL_OUTCOME_INTERRUPTED)))
         self.out.queue.put_nowait(None)
         while await asyncio.wait_for(self.call.read(), RECV_TIMEOUT_S) is not grpc.aio.EOF:
@@ -120,6 +146,22 @@ class DaemonTrial:
         await self.target.coordinator.EndExecution(
             pb.EndExecutionRequest(execution_id=self.execution_id), metadata=AUTH_METADATA
         )
+
+
+async def ring_doorbell(doorbell: pb.Doorbell) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Connect to the cancel doorbell and prove the token; the reader gets the cancel."""
+    reader, writer = await asyncio.open_unix_connection(doorbell.path)
+    writer.write(doorbell.token.encode())
+    return reader, writer
+
+
+async def read_doorbell(reader: asyncio.StreamReader) -> pb.Cancel | None:
+    """The doorbell's cancel, or None when it hung up without one."""
+    try:
+        (length,) = struct.unpack(">I", await reader.readexactly(4))
+        return pb.Cancel.FromString(await reader.readexactly(length))
+    except asyncio.IncompleteReadError:
+        return None
 
 
 # -- the bare grpc.aio floor --------------------------------------------------------

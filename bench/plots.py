@@ -43,7 +43,7 @@ def draw(ctx: Context, results: dict[str, Any], out: Path) -> list[str]:
         fig, grid = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False, sharey=True)
         axes_list = [ax for row in grid for ax in row]
         for ax, key in zip(axes_list, keys, strict=False):
-            for name, style in (("daemon", "-"), ("grpc_floor", "--"), ("raw_floor", ":")):
+            for name, style in (("daemon", "-"), ("daemon_doorbell", "-."), ("grpc_floor", "--"), ("raw_floor", ":")):
                 if (data := s.get(f"delivery {key} {name}")) is not None:
                     _cdf(ax, data, name, linestyle=style)
             ax.set_xscale("log")
@@ -62,7 +62,7 @@ def draw(ctx: Context, results: dict[str, Any], out: Path) -> list[str]:
         sizes = [int(k) for k, v in f["fanout"].items() if isinstance(v, dict)]
         fig, axes = plt.subplots(1, len(sizes), figsize=(4.2 * len(sizes), 3.6), squeeze=False, sharey=True)
         for ax, n in zip(axes[0], sizes, strict=True):
-            for name, style in (("daemon", "-"), ("grpc_floor", "--")):
+            for name, style in (("daemon", "-"), ("daemon_doorbell", "-."), ("grpc_floor", "--")):
                 if (data := s.get(f"fanout {n} {name} each tool")) is not None:
                     _cdf(ax, data, f"{name} (each tool)", linestyle=style)
             ax.set_title(f"{n} tools", fontsize=9)
@@ -73,7 +73,9 @@ def draw(ctx: Context, results: dict[str, Any], out: Path) -> list[str]:
         fig.suptitle("Fan-out: when each tool had its cancel (CDF over all trials)", fontsize=10)
         save(fig, "fanout_cdf.png")
         fig, ax = plt.subplots(figsize=(5.5, 4))
-        for name, style in (("daemon", "o-"), ("grpc_floor", "s--")):
+        for name, style in (("daemon", "o-"), ("daemon_doorbell", "^-."), ("grpc_floor", "s--")):
+            if name not in f["fanout"][str(sizes[0])]:
+                continue
             ax.plot(sizes, [f["fanout"][str(n)][name]["p50"] for n in sizes], style, label=f"{name} p50")
             ax.plot(sizes, [f["fanout"][str(n)][name]["p99"] for n in sizes], style, alpha=0.5, label=f"{name} p99")
         ax.set_xscale("log")

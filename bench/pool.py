@@ -60,8 +60,9 @@ class Trigger:
 class Pool:
     """``count`` worker processes; attachments are spread over them."""
 
-    def __init__(self, target: str, address: str, count: int, per_connection: int) -> None:
+    def __init__(self, target: str, address: str, count: int, per_connection: int, doorbell: bool = False) -> None:
         self.target, self.address, self.count, self.per_connection = target, address, count, per_connection
+        self.doorbell = doorbell
         self.procs: list[asyncio.subprocess.Process] = []
         self.readers: list[asyncio.Task[None]] = []
         self.waiting: dict[tuple[str, str], list[asyncio.Future[dict[str, Any]]]] = defaultdict(list)
@@ -81,6 +82,7 @@ class Pool:
                 self.address,
                 "--tools-per-connection",
                 str(self.per_connection),
+                *(["--doorbell"] if self.doorbell else []),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 cwd=ROOT,

@@ -38,14 +38,17 @@ def markdown(results: dict[str, Any]) -> str:
         lines += [
             "## 1. Delivery, one tool (Interrupt → the tool has the cancel)",
             "",
-            "| transport/loop/mode | daemon | bare grpc.aio push | ratio | raw socket push | ratio "
-            "| daemon-internal (tripped_at → received) | daemon CPU/trial | floor CPU/trial |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| transport/loop/mode | daemon (stream) | daemon (doorbell) | bare grpc.aio push | ratio stream "
+            "| ratio doorbell | raw socket push | ratio stream | daemon-internal (tripped_at → received) "
+            "| daemon CPU/trial | floor CPU/trial |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for key, e in f["delivery"].items():
             raw = e.get("raw_floor")
+            bell = e.get("daemon_doorbell")
             lines.append(
-                f"| {key} | {_q(e['daemon'])} | {_q(e['grpc_floor'])} | {_r(e['ratio_to_grpc_floor'])} | "
+                f"| {key} | {_q(e['daemon'])} | {_q(bell) if bell else '—'} | {_q(e['grpc_floor'])} | "
+                f"{_r(e['ratio_to_grpc_floor'])} | {_r(e['doorbell_ratio_to_grpc_floor']) if bell else '—'} | "
                 f"{_q(raw) if raw else '—'} | {_r(e['ratio_to_raw_floor']) if raw else '—'} | "
                 f"{_q(e['daemon_internal'])} | {e['daemon']['server_cpu_ms_per_trial']:.2f} ms | "
                 f"{e['grpc_floor']['server_cpu_ms_per_trial']:.2f} ms |"
@@ -53,7 +56,10 @@ def markdown(results: dict[str, Any]) -> str:
         lines += [
             "",
             "A trial is BeginExecution + Attach + Interrupt + unwound + EndExecution for the daemon and "
-            "stream open + Trip + close for the floor; the CPU columns are per trial.",
+            "stream open + Trip + close for the floor; the CPU columns are per trial. *Stream*: the tool reads "
+            "its cancel from its Attach stream; *doorbell*: the tool asked for the cancel doorbell (a raw unix "
+            "socket beside the gRPC one, unix only) and the cancel counts when it rings. The internal and CPU "
+            "columns are the stream's.",
             "",
         ]
     if "fanout" in f:
@@ -62,20 +68,32 @@ def markdown(results: dict[str, Any]) -> str:
             f"## 2. Fan-out (Interrupt → the last of N tools has the cancel; {fo['workers']} worker processes, "
             f"{fo['tools_per_connection']} tool(s) per connection, {fo['loop']})",
             "",
-            "| tools | trials | daemon | bare grpc.aio | ratio | daemon Interrupt answered p50/p99 "
-            "| daemon CPU/trip | floor CPU/trip |",
-            "|---|---|---|---|---|---|---|---|",
+            "| tools | trials | daemon (stream) | daemon (doorbell) | bare grpc.aio | ratio stream "
+            "| ratio doorbell | Interrupt answered p50/p99, stream / doorbell | daemon CPU/trip, stream / doorbell "
+            "| floor CPU/trip |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for n, e in fo.items():
             if not isinstance(e, dict):
                 continue
             a = e["daemon"]["rpc_answered"]
+            bell = e.get("daemon_doorbell")
+            b = bell["rpc_answered"] if bell else None
             lines.append(
-                f"| {n} | {e['daemon']['n']} | {_q(e['daemon'])} | {_q(e['grpc_floor'])} | "
-                f"{_r(e['ratio_to_grpc_floor'])} | {a['p50']:.2f} / {a['p99']:.2f} | "
-                f"{e['daemon']['server_cpu_ms_per_trip']:.1f} ms | {e['grpc_floor']['server_cpu_ms_per_trip']:.1f} ms |"
+                f"| {n} | {e['daemon']['n']} | {_q(e['daemon'])} | {_q(bell) if bell else '—'} | "
+                f"{_q(e['grpc_floor'])} | {_r(e['ratio_to_grpc_floor'])} | "
+                f"{_r(e['doorbell_ratio_to_grpc_floor']) if bell else '—'} | "
+                f"{a['p50']:.2f} / {a['p99']:.2f}" + (f", {b['p50']:.2f} / {b['p99']:.2f}" if b else "") + " | "
+                f"{e['daemon']['server_cpu_ms_per_trip']:.1f}"
+                + (f" / {bell['server_cpu_ms_per_trip']:.1f}" if bell else "")
+                + f" ms | {e['grpc_floor']['server_cpu_ms_per_trip']:.1f} ms |"
             )
-        lines.append("")
+        lines += [
+            "",
+            "*Doorbell*: every tool asked for the cancel doorbell; a tool has its cancel when the first copy "
+            "arrives (the stream's follows). The daemon rings every doorbell before it answers the Interrupt.",
+            "",
+        ]
     if "load" in f:
         e = f["load"]
         lines += [
@@ -207,7 +225,12 @@ def derive(results: dict[str, Any]) -> None:
                 "poller_p50": poll["p50"],
                 "ratio_p50": poll["p50"] / ours["p50"],
                 "ratio_p99": poll["p99"] / ours["p99"],
-                "ratio_p50_each_variant": {k: poll["p50"] / e["daemon"]["p50"] for k, e in f["delivery"].items()},
+                "ratio_p50_each_variant": {k: poll["p50"] / e["daemon"]["p50"] for k, e in f["delivery"].items()}
+                | {
+                    f"{k} (doorbell)": poll["p50"] / e["daemon_doorbell"]["p50"]
+                    for k, e in f["delivery"].items()
+                    if "daemon_doorbell" in e
+                },
             }
         }
 

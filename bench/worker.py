@@ -30,7 +30,7 @@ import grpc
 from interrupt.v1 import interrupt_pb2 as pb
 from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
-from bench.clients import CHANNEL_OPTIONS, _Outgoing
+from bench.clients import CHANNEL_OPTIONS, _Outgoing, read_doorbell, ring_doorbell
 from bench.floor import READY, run
 
 TIMEOUT_S = 120.0
@@ -51,11 +51,14 @@ class _Stream:
         self.conn = conn
         self.out = _Outgoing()
         self.call: Any = conn.attach(self.out.messages())
+        #: The cancel doorbell (reader, writer), when the worker asks for one.
+        self.bell: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
 
 
 class Worker:
-    def __init__(self, address: str, target: str, per_connection: int) -> None:
+    def __init__(self, address: str, target: str, per_connection: int, doorbell: bool = False) -> None:
         self.address, self.target, self.per_connection = address, target, per_connection
+        self.doorbell = doorbell
         self.conns: list[_Conn] = []
         self.groups: dict[str, list[_Stream]] = {}
         self.detached: set[str] = set()
@@ -78,10 +81,18 @@ class Worker:
     async def _open(self, token: str, key: str) -> _Stream:
         stream = _Stream(self._conn())
         if self.target == "daemon":
-            hello = pb.Hello(attach_token=token, tool_name="bench", behavior=pb.INTERRUPT_BEHAVIOR_COOPERATIVE)
+            hello = pb.Hello(
+                attach_token=token,
+                tool_name="bench",
+                behavior=pb.INTERRUPT_BEHAVIOR_COOPERATIVE,
+                doorbell=self.doorbell,
+            )
             stream.out.queue.put_nowait(pb.ToolMessage(hello=hello))
             first = await asyncio.wait_for(stream.call.read(), TIMEOUT_S)
             assert isinstance(first, pb.SidecarMessage) and first.HasField("attached"), first
+            if self.doorbell:
+                assert first.attached.HasField("doorbell"), "the daemon granted no doorbell"
+                stream.bell = await ring_doorbell(first.attached.doorbell)
         else:
             stream.out.queue.put_nowait(key.encode())
             first = await asyncio.wait_for(stream.call.read(), TIMEOUT_S)
@@ -102,6 +113,8 @@ class Worker:
 
     async def _finish_close(self, stream: _Stream) -> None:
         stream.conn.used -= 1
+        if stream.bell is not None:
+            stream.bell[1].close()
 
     async def attach(self, key: str, token: str, n: int) -> None:
         # Open in batches so thousands of handshakes do not all time out together.
@@ -113,8 +126,13 @@ class Worker:
         received: list[int] = []
 
         async def wait_one(stream: _Stream) -> bool:
+            # With a doorbell the cancel counts when it rings; the stream's copy must follow.
+            rung = stream.bell is not None and await read_doorbell(stream.bell[0]) is not None
+            if rung:
+                received.append(time.monotonic_ns())
             message = await stream.call.read()
-            received.append(time.monotonic_ns())
+            if not rung:
+                received.append(time.monotonic_ns())
             return message is not grpc.aio.EOF
 
         got = await asyncio.gather(*(wait_one(s) for s in streams))
@@ -172,8 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--address", required=True)
     parser.add_argument("--tools-per-connection", type=int, default=1)
     parser.add_argument("--loop", choices=["uvloop", "asyncio"], default="uvloop")
+    parser.add_argument("--doorbell", action="store_true", help="daemon: ask each stream for a cancel doorbell")
     args = parser.parse_args(argv)
-    worker = Worker(args.address, args.target, args.tools_per_connection)
+    worker = Worker(args.address, args.target, args.tools_per_connection, args.doorbell)
     run(worker.serve, args.loop)
     return 0
 

@@ -3,7 +3,9 @@
 Over the unix socket and TCP, the daemon on the default loop and on uvloop, back-to-back
 ("busy") and with 50–150 ms of quiet before each interrupt ("idle"). Beside it, in the
 same run and on the same loop: the bare grpc.aio push and (unix socket) the raw asyncio
-push. Also the daemon-internal part: ``Cancel.tripped_at`` → received.
+push. Also the daemon-internal part: ``Cancel.tripped_at`` → received. Over the unix socket
+the daemon is measured twice: a tool that reads its cancel from the stream, and one that
+asks for the cancel doorbell (the cancel counts when the doorbell rings).
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ async def run(ctx: Context) -> dict[str, Any]:
                         "grpc_floor": (floor, GrpcFloorTarget(floor.address(transport))),
                     }
                     if transport == "unix":
+                        targets["daemon_doorbell"] = (daemon, DaemonTarget(daemon.address("unix"), doorbell=True))
                         targets["raw_floor"] = (raw, RawFloorTarget(raw.address("unix")))
                     got: dict[str, list[list[Sample]]] = {name: [] for name in targets}
                     cpu: dict[str, list[float]] = {name: [] for name in targets}
@@ -87,13 +90,22 @@ async def run(ctx: Context) -> dict[str, Any]:
                         [[(s.internal_ns or 0) / 1e6 for s in repeats] for repeats in got["daemon"]]
                     )
                     entry["ratio_to_grpc_floor"] = stats.ratio(entry["daemon"], entry["grpc_floor"])
+                    if "daemon_doorbell" in entry:
+                        entry["doorbell_internal"] = stats.combine(
+                            [[(s.internal_ns or 0) / 1e6 for s in repeats] for repeats in got["daemon_doorbell"]]
+                        )
+                        entry["doorbell_ratio_to_grpc_floor"] = stats.ratio(
+                            entry["daemon_doorbell"], entry["grpc_floor"]
+                        )
                     if "raw_floor" in entry:
                         entry["ratio_to_raw_floor"] = stats.ratio(entry["daemon"], entry["raw_floor"])
                     out[key] = entry
                     d, f = entry["daemon"], entry["grpc_floor"]
+                    bell = entry.get("daemon_doorbell")
                     ctx.log(
                         f"  daemon p50 {d['p50']:.3f} p99 {d['p99']:.3f} | floor p50 {f['p50']:.3f} "
                         f"p99 {f['p99']:.3f} | ratio p50 {entry['ratio_to_grpc_floor']['p50']:.2f}"
+                        + (f" | doorbell p50 {bell['p50']:.3f} p99 {bell['p99']:.3f}" if bell else "")
                     )
         finally:
             for server in (daemon, floor, raw):

@@ -1,6 +1,8 @@
 """2. Fan-out: one execution with N attached tools (spread over worker processes):
 ``Interrupt`` → the last tool has its cancel. Beside it the bare grpc.aio floor with the
-same streams, workers and connections, the unary ``Trip`` pushing to each stream's queue."""
+same streams, workers and connections, the unary ``Trip`` pushing to each stream's queue.
+The daemon is measured twice: tools that take the cancel from their stream, and tools that
+ask for the cancel doorbell (each tool's cancel counts when the first copy arrives)."""
 
 from __future__ import annotations
 
@@ -29,11 +31,11 @@ async def one_trial(trigger: Trigger, pool: Pool, n: int) -> tuple[float, float,
 
 
 async def measure(
-    ctx: Context, server: Server, target: str, address: str, n: int, trials: int
+    ctx: Context, server: Server, target: str, address: str, n: int, trials: int, doorbell: bool = False
 ) -> tuple[list[float], list[float], list[float], float]:
     o = ctx.options
     trigger = Trigger(target, address)
-    pool = Pool(target, address, o.workers, o.tools_per_connection)
+    pool = Pool(target, address, o.workers, o.tools_per_connection, doorbell)
     await pool.start()
     last: list[float] = []
     answered: list[float] = []
@@ -63,13 +65,18 @@ async def run(ctx: Context) -> dict[str, Any]:
         for n in o.fanout_sizes:
             trials = o.fanout_trials.get(n, 5)
             ctx.log(f"fan-out {n} tools: {o.repeats} x {trials} trials per target ({loop})")
-            got: dict[str, list[list[float]]] = {"daemon": [], "grpc_floor": []}
-            answers: dict[str, list[list[float]]] = {"daemon": [], "grpc_floor": []}
-            cpu: dict[str, list[float]] = {"daemon": [], "grpc_floor": []}
+            sides = (
+                ("daemon", daemon, "daemon", False),
+                ("daemon_doorbell", daemon, "daemon", True),
+                ("grpc_floor", floor, "floor", False),
+            )
+            got: dict[str, list[list[float]]] = {name: [] for name, *_ in sides}
+            answers: dict[str, list[list[float]]] = {name: [] for name, *_ in sides}
+            cpu: dict[str, list[float]] = {name: [] for name, *_ in sides}
             for _ in range(o.repeats):
-                for name, server, target in (("daemon", daemon, "daemon"), ("grpc_floor", floor, "floor")):
+                for name, server, target, doorbell in sides:
                     last, answered, each, per_trip = await measure(
-                        ctx, server, target, server.address("unix"), n, trials
+                        ctx, server, target, server.address("unix"), n, trials, doorbell
                     )
                     got[name].append(last)
                     answers[name].append(answered)
@@ -82,9 +89,13 @@ async def run(ctx: Context) -> dict[str, Any]:
                 entry[name]["server_cpu_ms_per_trip"] = 1e3 * sorted(cpu[name])[len(cpu[name]) // 2]
                 ctx.samples[f"fanout {n} {name}"] = [x for r in got[name] for x in r]
             entry["ratio_to_grpc_floor"] = stats.ratio(entry["daemon"], entry["grpc_floor"])
+            entry["doorbell_ratio_to_grpc_floor"] = stats.ratio(entry["daemon_doorbell"], entry["grpc_floor"])
             out[str(n)] = entry
-            d, f = entry["daemon"], entry["grpc_floor"]
-            ctx.log(f"  daemon p50 {d['p50']:.2f} p99 {d['p99']:.2f} | floor p50 {f['p50']:.2f} p99 {f['p99']:.2f}")
+            d, b, f = entry["daemon"], entry["daemon_doorbell"], entry["grpc_floor"]
+            ctx.log(
+                f"  daemon p50 {d['p50']:.2f} p99 {d['p99']:.2f} | doorbell p50 {b['p50']:.2f} p99 {b['p99']:.2f} "
+                f"| floor p50 {f['p50']:.2f} p99 {f['p99']:.2f}"
+            )
     finally:
         daemon.stop()
         floor.stop()

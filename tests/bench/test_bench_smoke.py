@@ -61,6 +61,11 @@ def check_delivery(d: dict[str, Any]) -> None:
         if key.startswith("unix/"):
             check_latency(e["raw_floor"], f"delivery {key} raw")
             check_ratio(e["ratio_to_raw_floor"], e["daemon"], e["raw_floor"], key)
+            check_latency(e["daemon_doorbell"], f"delivery {key} doorbell")
+            check_ratio(e["doorbell_ratio_to_grpc_floor"], e["daemon_doorbell"], e["grpc_floor"], key)
+            assert e["doorbell_internal"]["p50"] < e["daemon_doorbell"]["p50"] + 1.0
+        else:
+            assert "daemon_doorbell" not in e, key  # a doorbell is a unix socket
         assert e["daemon"]["server_cpu_ms_per_trial"] >= 0
         # The daemon-internal part is a part of the whole (same clock source modulo wall/mono).
         assert e["daemon_internal"]["p50"] < e["daemon"]["p50"] + 1.0
@@ -72,6 +77,8 @@ def check_fanout(f: dict[str, Any], sizes: list[int]) -> None:
         check_latency(e["daemon"], f"fanout {n}")
         check_latency(e["grpc_floor"], f"fanout {n} floor")
         check_ratio(e["ratio_to_grpc_floor"], e["daemon"], e["grpc_floor"], f"fanout {n}")
+        check_latency(e["daemon_doorbell"], f"fanout {n} doorbell")
+        check_ratio(e["doorbell_ratio_to_grpc_floor"], e["daemon_doorbell"], e["grpc_floor"], f"fanout {n}")
 
 
 def check_kill(k: dict[str, Any]) -> None:
