@@ -162,6 +162,11 @@ class PrometheusObserver:
             ["cause"],
             registry=registry,
         )
+        self._doorbell_rings = Counter(
+            f"{p}_doorbell_cancels",
+            "Cancels written to a tool's doorbell socket, ahead of its stream (tools that asked for one).",
+            registry=registry,
+        )
         self._holder_losses = Counter(
             f"{p}_holder_losses", "Executions tripped because their holder was lost (HOLDER_LOST).", registry=registry
         )
@@ -218,6 +223,9 @@ class PrometheusObserver:
 
     def interrupt_requested(self, reason: InterruptReason, outcome: InterruptOutcomeLabel) -> None:
         self._interrupt_children[(reason, outcome)].inc()
+
+    def doorbell_rung(self) -> None:
+        self._doorbell_rings.inc()
 
     def tripped(self, reason: InterruptReason) -> None:
         self._trip_children[reason].inc()

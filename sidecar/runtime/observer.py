@@ -79,6 +79,9 @@ class TripObserver(Protocol):
     def interrupt_requested(self, reason: InterruptReason, outcome: InterruptOutcomeLabel) -> None:
         """An ``Interrupt`` request with ``reason`` had ``outcome`` for one target."""
 
+    def doorbell_rung(self) -> None:
+        """A tool's cancel was written to its doorbell (ahead of its stream)."""
+
     def tripped(self, reason: InterruptReason) -> None:
         """An execution tripped (by any path: RPC, budget, lease, cascade, shutdown)."""
 
@@ -148,6 +151,9 @@ class NoopObserver:
         pass
 
     def interrupt_requested(self, reason: InterruptReason, outcome: InterruptOutcomeLabel) -> None:
+        pass
+
+    def doorbell_rung(self) -> None:
         pass
 
     def tripped(self, reason: InterruptReason) -> None:

@@ -28,6 +28,7 @@ import secrets
 import socket
 import stat
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 from interrupt.v1 import interrupt_pb2 as pb
@@ -57,10 +58,11 @@ class DoorbellLine:
     kept and written the moment the token arrives. Only the first ring is written.
     """
 
-    __slots__ = ("_done", "_frame", "_listener", "_sock", "claimed", "token")
+    __slots__ = ("_done", "_frame", "_listener", "_on_rung", "_sock", "claimed", "token")
 
-    def __init__(self, listener: DoorbellListener, token: str) -> None:
+    def __init__(self, listener: DoorbellListener, token: str, on_rung: Callable[[], None]) -> None:
         self.token = token
+        self._on_rung = on_rung
         #: A connection has proved the token: it is never accepted again.
         self.claimed = False
         self._listener = listener
@@ -105,8 +107,12 @@ class DoorbellLine:
         # (the stream's cancel follows regardless). The connection stays open until the
         # stream ends: closing it now would wake the tool a second time, for the EOF, in
         # the middle of a fan-out.
-        with contextlib.suppress(OSError):
-            sock.send(frame)
+        try:
+            sent = sock.send(frame)
+        except OSError:
+            return
+        if sent == len(frame):
+            self._on_rung()
 
 
 class DoorbellListener:
@@ -154,10 +160,10 @@ class DoorbellListener:
         self._sock, self._loop = sock, loop
         loop.add_reader(sock.fileno(), self._accept)
 
-    def line(self) -> DoorbellLine:
-        """A new line with a fresh one-time token."""
+    def line(self, on_rung: Callable[[], None] = lambda: None) -> DoorbellLine:
+        """A new line with a fresh one-time token; ``on_rung`` is called once its frame is written."""
         token = secrets.token_hex(TOKEN_LENGTH // 2)
-        line = DoorbellLine(self, token)
+        line = DoorbellLine(self, token, on_rung)
         self._lines[token] = line
         return line
 

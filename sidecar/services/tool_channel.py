@@ -319,7 +319,7 @@ class ToolChannelService(pb_grpc.ToolChannelServiceServicer):
             grace=convert.duration(execution.grace_ns),
         )
         if hello.doorbell and self.doorbell is not None and behavior.receives_cancel:
-            session.doorbell = self.doorbell.line()
+            session.doorbell = self.doorbell.line(self._trip_path.observer.doorbell_rung)
             attached.doorbell.path = str(self.doorbell.path)
             attached.doorbell.token = session.doorbell.token
         session.push(pb.SidecarMessage(attached=attached))

@@ -25,6 +25,7 @@ from sidecar.services import doorbell as doorbell_module
 from sidecar.services.doorbell import TOKEN_LENGTH, DoorbellListener, cancel_frame
 from tests.conftest import ROOT, DaemonProcess, start_daemon
 from tests.daemon.wire import RECV_TIMEOUT_S, RawTool, eventually
+from tests.observability.support import free_port, sample_value, scrape
 
 COOP = pb.INTERRUPT_BEHAVIOR_COOPERATIVE
 NON = pb.INTERRUPT_BEHAVIOR_NON_INTERRUPTIBLE
@@ -226,6 +227,38 @@ def test_a_stale_doorbell_socket_is_replaced_and_a_file_is_refused(tmp_short: Pa
     assert result.returncode != 0
     assert f"cannot open the doorbell socket {path}" in result.stderr, result.stderr
     assert "not a socket" in result.stderr and "--doorbell" in result.stderr
+
+
+def test_rings_are_counted(tmp_short: Path) -> None:
+    port = free_port()
+    proc = start_daemon(tmp_short, "--metrics-listen", f"127.0.0.1:{port}")
+    try:
+
+        async def two_tools() -> None:
+            async with grpc.aio.insecure_channel(proc.address) as channel:
+                stub = pb_grpc.CoordinatorServiceStub(channel)
+                begun = await begin(stub)
+                rung, unasked = RawTool(channel), RawTool(channel)
+                attached = await hello(rung, begun.attach_token)
+                await hello(unasked, begun.attach_token, doorbell=False)
+                bell = await Bell.connect(attached.doorbell.path, attached.doorbell.token)
+                await interrupt(stub, begun.execution_id)
+                await bell.cancel()
+                bell.close()
+                await rung.close()
+                await unasked.close()
+
+        asyncio.run(two_tools())
+        text = scrape(port)
+        assert sample_value(text, "interrupt_sidecar_doorbell_cancels_total") == 1
+        assert (
+            sample_value(
+                text, "interrupt_sidecar_cancel_delivery_seconds_count", reason="USER_SIGINT", behavior="COOPERATIVE"
+            )
+            == 2
+        )
+    finally:
+        assert proc.stop() == 0, proc.stderr
 
 
 # -- configuration ----------------------------------------------------------------------
