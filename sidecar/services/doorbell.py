@@ -206,7 +206,10 @@ class DoorbellListener:
             self._loop.add_reader(fd, self._read_token, fd)
 
     def _read_token(self, fd: int) -> None:
-        conn, got, _ = self._pending[fd]
+        entry = self._pending.get(fd)
+        if entry is None:  # dropped (timed out, or the listener closed) since the event was queued
+            return
+        conn, got, _ = entry
         try:
             chunk = conn.recv(TOKEN_LENGTH - len(got))
         except (BlockingIOError, InterruptedError):
