@@ -14,6 +14,9 @@ const (
 	AddressEnv = "INTERRUPT_SIDECAR_ADDRESS"
 	// TokenEnv names the variable holding the execution's attach token.
 	TokenEnv = "INTERRUPT_SIDECAR_TOKEN"
+	// DoorbellEnv names the variable that turns the cancel doorbell off: 0 (or false,
+	// no, off) and the client never asks for it. Any other value, or none, leaves it on.
+	DoorbellEnv = "INTERRUPT_SIDECAR_DOORBELL"
 )
 
 func env(name string) string {
@@ -40,6 +43,25 @@ func ResolveAddress(address string) string {
 		return fromEnv
 	}
 	return DefaultAddress()
+}
+
+// doorbellWanted is whether hello asks for the cancel doorbell: only for a behaviour
+// that is sent the cancel (the daemon grants nothing else one), only over a unix socket,
+// and unless opted out by Options.DisableDoorbell or INTERRUPT_SIDECAR_DOORBELL.
+//
+// The doorbell is a unix socket path on the daemon's host, and only a unix: address says
+// the daemon is on this host: over TCP the path could name nothing here, or another
+// daemon's socket. (The daemon reads a variable of the same name, where "off" means no
+// doorbell socket at all; that value turns the client's off too, which costs nothing.)
+func doorbellWanted(disabled bool, address string, behavior Behavior) bool {
+	if disabled || !behavior.ReceivesCancel() || !strings.HasPrefix(address, "unix:") {
+		return false
+	}
+	switch strings.ToLower(env(DoorbellEnv)) {
+	case "0", "false", "no", "off":
+		return false
+	}
+	return true
 }
 
 // grpcTarget turns a sidecar address into a grpc-go target: unix:// addresses are

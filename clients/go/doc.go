@@ -22,6 +22,10 @@
 // no-op: its context is never cancelled by the sidecar and its terminators never run,
 // so a tool runs unchanged outside an agent.
 //
+// Over a unix socket an interruptible tool also takes its cancel from the daemon's cancel
+// doorbell, a raw unix socket that carries it ahead of the gRPC stream; the run trips once
+// either way. INTERRUPT_SIDECAR_DOORBELL=0 or [Options].DisableDoorbell turns it off.
+//
 // Refusals and transport failures are [*Error] values carrying the gRPC status code
 // (status.Code(err) works on them); a cancellation is a [*CancelledError], which is not
 // an [*Error].

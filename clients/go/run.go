@@ -42,6 +42,11 @@ type Options struct {
 	// DialOptions are added to the gRPC client's (after insecure transport credentials:
 	// the daemon listens on a unix socket or loopback).
 	DialOptions []grpc.DialOption
+	// DisableDoorbell never asks the daemon for the cancel doorbell, as
+	// INTERRUPT_SIDECAR_DOORBELL=0 does. Otherwise an interruptible tool attached over a
+	// unix socket asks for it: the daemon then also writes the cancel on a raw unix socket,
+	// ahead of the same cancel on the stream, and the run trips on whichever comes first.
+	DisableDoorbell bool
 	// Logger receives the client's warnings (a stream lost, a refused request no call
 	// waited for, a failed terminator); nil means slog.Default().
 	Logger *slog.Logger
@@ -87,6 +92,9 @@ type Run struct {
 // terminators are accepted as the behaviour allows and never run, so the tool runs
 // unchanged outside an agent.
 //
+// An interruptible tool attached over a unix socket also asks for the cancel doorbell,
+// which brings the same cancel ahead of the stream (see Options.DisableDoorbell).
+//
 // ctx bounds the handshake only; the stream lives until Close. A refused attach is an
 // [*Error]: Unauthenticated, InvalidArgument, NotFound, PermissionDenied; Unavailable
 // when the daemon cannot be reached; DeadlineExceeded after Options.Timeout.
@@ -123,6 +131,7 @@ func Attach(ctx context.Context, opts Options) (*Run, error) {
 		ToolCallId:  opts.ToolCallID,
 		Behavior:    pb.InterruptBehavior(behavior),
 		Pid:         int32(pid),
+		Doorbell:    doorbellWanted(opts.DisableDoorbell, address, behavior),
 	}
 	stream, attached, err := openStream(ctx, address, hello, timeout, behavior.ReceivesCancel(), opts.DialOptions, logger)
 	if err != nil {
@@ -150,6 +159,9 @@ func Attach(ctx context.Context, opts Options) (*Run, error) {
 	return run, nil
 }
 
+// onCancel is how a Cancel reaches the run, from the stream or the cancel doorbell: the
+// daemon writes the same cancel to both, so whichever arrives first trips the run and
+// tripWith ignores the other (its fields are the same, so nothing is lost).
 func (r *Run) onCancel(cancel *pb.Cancel) {
 	cancelled := &CancelledError{Reason: Reason(cancel.GetReason()), Detail: cancel.GetDetail()}
 	if cancel.GetTrippedAt() != nil {

@@ -41,24 +41,45 @@ type serverStream struct {
 	end    chan error
 }
 
-func startDaemon(t *testing.T) *fakeDaemon {
+// shortTempDir is a temporary directory with a short path: unix socket paths are
+// limited to 108 bytes, which t.TempDir() can exceed.
+func shortTempDir(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "isgo") // short: unix socket paths are limited to 108 bytes
+	dir, err := os.MkdirTemp("", "isgo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	socket := filepath.Join(dir, "s.sock")
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+// startDaemon serves the fake daemon on a unix socket, like the real daemon's default.
+func startDaemon(t *testing.T) *fakeDaemon {
+	t.Helper()
+	socket := filepath.Join(shortTempDir(t), "s.sock")
 	listener, err := net.Listen("unix", socket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	daemon := &fakeDaemon{address: "unix://" + socket, streams: make(chan *serverStream, 4), server: grpc.NewServer()}
+	return serve(t, listener, "unix://"+socket)
+}
+
+// startTCPDaemon serves the fake daemon on loopback TCP.
+func startTCPDaemon(t *testing.T) *fakeDaemon {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serve(t, listener, listener.Addr().String())
+}
+
+func serve(t *testing.T, listener net.Listener, address string) *fakeDaemon {
+	t.Helper()
+	daemon := &fakeDaemon{address: address, streams: make(chan *serverStream, 4), server: grpc.NewServer()}
 	pb.RegisterToolChannelServiceServer(daemon.server, daemon)
 	go func() { _ = daemon.server.Serve(listener) }()
-	t.Cleanup(func() {
-		daemon.server.Stop()
-		_ = os.RemoveAll(dir)
-	})
+	t.Cleanup(daemon.server.Stop)
 	return daemon
 }
 
@@ -138,15 +159,22 @@ func (s *serverStream) cancel(reason pb.InterruptReason, detail string, at time.
 // attach runs Attach against the fake daemon, playing the daemon's handshake.
 func attach(t *testing.T, d *fakeDaemon, behavior sidecar.Behavior, handshake func(*serverStream)) (*sidecar.Run, *serverStream) {
 	t.Helper()
+	run, s, _ := attachWith(t, d, sidecar.Options{Behavior: behavior}, handshake)
+	return run, s
+}
+
+// attachWith is attach with more options (the test sets ToolName, Address, Token and
+// Timeout); it also returns the hello the daemon read.
+func attachWith(t *testing.T, d *fakeDaemon, opts sidecar.Options, handshake func(*serverStream)) (*sidecar.Run, *serverStream, *pb.Hello) {
+	t.Helper()
 	type result struct {
 		run *sidecar.Run
 		err error
 	}
 	done := make(chan result, 1)
+	opts.ToolName, opts.Address, opts.Token, opts.Timeout = "unit", d.address, "token-1", wait
 	go func() {
-		run, err := sidecar.Attach(context.Background(), sidecar.Options{
-			Behavior: behavior, ToolName: "unit", Address: d.address, Token: "token-1", Timeout: wait,
-		})
+		run, err := sidecar.Attach(context.Background(), opts)
 		done <- result{run, err}
 	}()
 	s := d.next(t)
@@ -154,16 +182,21 @@ func attach(t *testing.T, d *fakeDaemon, behavior sidecar.Behavior, handshake fu
 	if hello.GetAttachToken() != "token-1" || hello.GetToolName() != "unit" || hello.GetPid() != int32(os.Getpid()) {
 		t.Fatalf("unexpected hello %v", hello)
 	}
-	if want := pb.InterruptBehavior(behavior); behavior != 0 && hello.GetBehavior() != want {
+	if want := pb.InterruptBehavior(opts.Behavior); opts.Behavior != 0 && hello.GetBehavior() != want {
 		t.Fatalf("hello.behavior = %v, want %v", hello.GetBehavior(), want)
 	}
 	handshake(s)
-	r := <-done
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(2 * wait):
+		t.Fatal("Attach did not return")
+	}
 	if r.err != nil {
 		t.Fatalf("attach: %v", r.err)
 	}
 	t.Cleanup(func() { _ = r.run.Close() })
-	return r.run, s
+	return r.run, s, hello
 }
 
 func untripped(s *serverStream) { s.attached(false, 0) }

@@ -46,6 +46,7 @@ type waiter struct {
 // that could block it: a cancel trips the run (whose listeners run in goroutines of
 // their own), run_terminator is queued for the terminator runner, and answers settle
 // waiters. Writes are serialized by sendMu (grpc-go allows one sender at a time).
+// A granted cancel doorbell feeds the same cancel to the same onCancel, usually first.
 type toolStream struct {
 	address string
 	timeout time.Duration
@@ -67,6 +68,8 @@ type toolStream struct {
 	readerDone chan struct{}
 	started    atomic.Bool
 	early      *pb.SidecarMessage // read during the handshake, dispatched by start
+	grant      *pb.Doorbell       // the cancel doorbell granted at attach, opened by start
+	doorbell   *doorbell          // set by start (before the reader runs); nil without one
 
 	onCancel        func(*pb.Cancel)
 	onRunTerminator func(string)
@@ -148,6 +151,12 @@ func (s *toolStream) handshake(ctx context.Context, hello *pb.Hello, expectCance
 		}
 		return nil, &Error{Code: codes.Unknown, Message: what + ": expected 'attached' from the daemon"}
 	}
+	// The doorbell only makes a cancel earlier: it is of no use when the execution has
+	// tripped already (the cancel is read below, or attached itself trips the run), so it
+	// is not even dialled then. Nor is a grant used that this client did not ask for.
+	if grant := attached.GetDoorbell(); hello.GetDoorbell() && grant.GetPath() != "" && !attached.GetCancelled() {
+		s.grant = grant
+	}
 	if attached.GetCancelled() && expectCancel {
 		// The daemon sends the cancel right after attached to an interruptible tool;
 		// reading it here means the run starts with the full cancellation.
@@ -160,14 +169,19 @@ func (s *toolStream) handshake(ctx context.Context, hello *pb.Hello, expectCance
 	return attached, nil
 }
 
-// start dispatches what the handshake read past attached, then starts the reader.
-// onCancel and onRunTerminator run on the reader goroutine and must not block.
+// start dispatches what the handshake read past attached, opens the cancel doorbell if
+// one was granted, then starts the reader. onCancel and onRunTerminator run on the reader
+// goroutine (onCancel also on the doorbell's) and must not block; onCancel must take
+// only the first of the two copies of a cancel.
 func (s *toolStream) start(onCancel func(*pb.Cancel), onRunTerminator func(string)) {
 	s.onCancel = onCancel
 	s.onRunTerminator = onRunTerminator
 	if s.early != nil {
 		s.dispatch(s.early)
 		s.early = nil
+	}
+	if s.grant != nil {
+		s.doorbell = openDoorbell(s.grant, onCancel, s.log)
 	}
 	s.started.Store(true)
 	go s.readLoop()
@@ -205,6 +219,10 @@ func (s *toolStream) end(err error) {
 	finishing := s.finishing
 	close(s.ended)
 	s.mu.Unlock()
+	if s.doorbell != nil {
+		// The daemon rings no more once the stream has ended (it hangs up too).
+		s.doorbell.stop()
+	}
 	for _, waiters := range pending {
 		for _, w := range waiters {
 			w.done <- why
@@ -377,7 +395,8 @@ func (s *toolStream) unwound(outcome Outcome, detail string) error {
 }
 
 // close half-closes the stream, gives the daemon unwindTimeout to end it (so it reads
-// everything sent), then cancels the call and closes the connection. Call once.
+// everything sent), then cancels the call, closes the doorbell and the connection. Call
+// once.
 func (s *toolStream) close() {
 	s.mu.Lock()
 	s.finishing = true
@@ -399,6 +418,9 @@ func (s *toolStream) close() {
 	s.stop()
 	if s.started.Load() {
 		<-s.readerDone
+	}
+	if s.doorbell != nil {
+		s.doorbell.close()
 	}
 	_ = s.conn.Close()
 }
