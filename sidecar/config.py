@@ -258,10 +258,16 @@ def build_serve_config(
 
 
 def _doorbell_path(text: str, addresses: tuple[ListenAddress, ...]) -> Path | None:
-    """``off``; ``auto`` (beside the first unix listener, none without one); or a path."""
-    if text == "off":
+    """``off``; ``auto`` (beside the first unix listener, none without one); or a path.
+
+    The environment twin, ``INTERRUPT_SIDECAR_DOORBELL``, is also the clients' opt-out
+    (``0``): so ``0``/``false``/``no`` mean off here too, and ``1``/``true``/``yes``/``on``
+    mean auto, and one variable turns the doorbell off for daemon and tools alike.
+    """
+    word = text.strip().lower()
+    if word in ("off", "0", "false", "no"):
         return None
-    if text == "auto":
+    if word in ("auto", "on", "1", "true", "yes"):
         unix = next((a.unix_path for a in addresses if a.unix_path is not None), None)
         if unix is None:
             return None  # TCP only: tools elsewhere could not reach a unix socket anyway

@@ -284,6 +284,11 @@ def test_doorbell_config() -> None:
     assert _config(None) == Path("/run/is/s.sock.doorbell")  # auto by default
     assert _config("auto") == Path("/run/is/s.sock.doorbell")
     assert _config("off") is None
+    # The clients' opt-out variable is the same: its values mean the same here.
+    for word in ("0", "false", "No"):
+        assert _config(word) is None
+    for word in ("1", "true", "yes", "on"):
+        assert _config(word) == Path("/run/is/s.sock.doorbell")
     assert _config("/run/x.bell") == Path("/run/x.bell")
     assert _config("unix:///run/x.bell") == Path("/run/x.bell")
     # A path too long for a socket address: auto quietly goes without.
