@@ -17,7 +17,7 @@
  * @packageDocumentation
  */
 
-export { ADDRESS_ENV, TOKEN_ENV, defaultAddress, resolveAddress } from "./config";
+export { ADDRESS_ENV, DOORBELL_ENV, TOKEN_ENV, defaultAddress, resolveAddress } from "./config";
 export {
   AlreadyExists,
   CancelledExecution,

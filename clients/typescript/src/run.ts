@@ -67,6 +67,14 @@ export interface AttachOptions {
   readonly pid?: number;
   /** Time limit of the attach handshake and of each registrar request, in ms. Default 10 000. */
   readonly timeoutMs?: number;
+  /**
+   * Ask the daemon for the cancel doorbell: a raw unix socket on which it rings the cancel
+   * ahead of the stream (the same cancel, only earlier; the signal aborts once either way).
+   * Default: yes, unless `INTERRUPT_SIDECAR_DOORBELL` is `0` (or `false`, `no`, `off`).
+   * Only ever asked over a `unix:` address and for behaviours that receive the cancel:
+   * `true` does not force it elsewhere.
+   */
+  readonly doorbell?: boolean;
 }
 
 /** Runs callback terminators off the stream reader, one after the other, in the order asked. */
@@ -194,6 +202,11 @@ export class ToolRun {
   /** True when attached to a sidecar; false in no-op mode. */
   get attached(): boolean {
     return this.stream !== undefined;
+  }
+
+  /** @internal The Attach stream (undefined in no-op mode): which way the cancel came, the doorbell. */
+  get toolStream(): ToolStream | undefined {
+    return this.stream;
   }
 
   /** True once the run was reported unwound (the registrar is then closed). */
@@ -404,7 +417,7 @@ export class ToolRun {
 export async function attach(options: AttachOptions = {}): Promise<ToolRun> {
   const behavior = options.behavior ?? InterruptBehavior.NON_INTERRUPTIBLE;
   const wireBehavior = behaviorToPb(behavior); // validates
-  const config = resolveTool(options.address, options.token);
+  const config = resolveTool(options.address, options.token, options.doorbell);
   if (config === undefined) {
     return new ToolRun(behavior, new NoopBackend(), undefined, undefined, undefined, undefined, undefined);
   }
@@ -417,6 +430,8 @@ export async function attach(options: AttachOptions = {}): Promise<ToolRun> {
       toolCallId: options.toolCallId ?? "",
       behavior: wireBehavior,
       pid: options.pid ?? process.pid,
+      // The daemon grants it only to behaviours it sends the cancel to; asking otherwise is noise.
+      doorbell: config.doorbell && receivesCancel(behavior),
     },
     timeoutMs,
     receivesCancel(behavior),

@@ -5,6 +5,10 @@
  * The reader never runs tool code that could hold it up: a cancel aborts the signal (whose
  * listeners must be quick), `run_terminator` goes to the terminator runner, and answers
  * settle the pending requests. grpc-js buffers writes in order, so writes need no lock.
+ *
+ * When `attached` grants a cancel doorbell (see `doorbell.ts`), the stream opens it too: the
+ * cancel is taken from whichever of the two brings it first and the other copy is dropped,
+ * so `onCancel` runs once. The doorbell is closed with the stream.
  */
 
 import { debuglog } from "node:util";
@@ -12,6 +16,7 @@ import { debuglog } from "node:util";
 import { credentials, type ClientDuplexStream, type ServiceError, type StatusObject } from "@grpc/grpc-js";
 
 import * as pb from "../gen/interrupt/v1/interrupt";
+import { DoorbellConnection } from "./doorbell";
 import { ConnectionLost, DeadlineExceeded, SidecarError, errorFor, errorFromRpc } from "./errors";
 import { cancellationFromPb, durationFromMs, outcomeToPb, type Cancellation, type ToolOutcome } from "./types";
 
@@ -42,9 +47,13 @@ export interface Handshake {
 
 /** What the reader hands on, after the handshake. */
 export interface StreamHandlers {
+  /** Called at most once, with the cancel of whichever way (stream or doorbell) brought it first. */
   onCancel(cancellation: Cancellation): void;
   onRunTerminator(terminatorId: string): void;
 }
+
+/** Which way a cancel reached the tool. */
+export type CancelPath = "stream" | "doorbell";
 
 /** The client stays quiet unless `NODE_DEBUG=interrupt-sidecar`. */
 export const debug = debuglog("interrupt-sidecar");
@@ -65,6 +74,11 @@ export class ToolStream implements RegistrarBackend {
   /** Set once the tool is done with the stream: its end is then expected, not news. */
   private finishing = false;
   private closed = false;
+  /** The doorbell granted in `attached`, opened by {@link start}. */
+  private doorbellGrant: pb.Doorbell | undefined;
+  private doorbellConnection: DoorbellConnection | undefined;
+  /** Which way the cancel came first: once set, a cancel coming the other way is the same one again. */
+  private cancelPathValue: CancelPath | undefined;
 
   constructor(
     private readonly address: string,
@@ -82,6 +96,16 @@ export class ToolStream implements RegistrarBackend {
   /** True once the daemon (or the network) ended the stream. */
   get ended(): boolean {
     return this.endError !== undefined;
+  }
+
+  /** How the cancel reached this tool first (undefined while it has not). */
+  get cancelPath(): CancelPath | undefined {
+    return this.cancelPathValue;
+  }
+
+  /** The doorbell connection, once opened (undefined when none was granted or it was not needed). */
+  get doorbell(): DoorbellConnection | undefined {
+    return this.doorbellConnection;
   }
 
   // -- handshake -------------------------------------------------------------------------
@@ -114,11 +138,15 @@ export class ToolStream implements RegistrarBackend {
       throw this.refusal(first);
     }
     const attached = first.message.attached;
+    this.doorbellGrant = attached.doorbell;
     if (attached.cancelled && expectCancel) {
       // The daemon sends the cancel right after attached to an interruptible tool; reading
       // it here means the run starts with its full cancellation (reason and detail).
       const second = await this.next();
       if (second.message?.$case === "cancel") {
+        // The caller trips the run with it: the doorbell could only ring the same cancel
+        // again, so start() does not open it.
+        this.cancelPathValue = "stream";
         return { attached, cancel: cancellationFromPb(second.message.cancel) };
       }
       this.inbox.unshift(second);
@@ -153,13 +181,40 @@ export class ToolStream implements RegistrarBackend {
 
   // -- reading -----------------------------------------------------------------------------
 
-  /** Hand every later message to `handlers` (and the ones that arrived during the handshake). */
+  /**
+   * Hand every later message to `handlers` (and the ones that arrived during the handshake),
+   * and open the doorbell if one was granted. Connecting does not wait: the stream is read
+   * meanwhile, and whichever brings the cancel first delivers it.
+   */
   start(handlers: StreamHandlers): void {
     this.handlers = handlers;
     this.handshaking = false;
     for (const message of this.inbox.splice(0)) {
       this.dispatch(message);
     }
+    const grant = this.doorbellGrant;
+    if (grant === undefined || this.cancelPathValue !== undefined || this.closed || this.endError !== undefined) {
+      return; // none granted, the cancel is already in, or the stream is over (the daemon hung up the doorbell)
+    }
+    if (grant.path === "" || grant.token === "") {
+      debug("ignoring an incomplete cancel doorbell grant (path %j)", grant.path);
+      return;
+    }
+    this.doorbellConnection = new DoorbellConnection(grant, (cancellation) => this.takeCancel(cancellation, "doorbell"));
+    this.doorbellConnection.open();
+  }
+
+  /** Hand the first cancel to `onCancel`; the copy that comes the other way is dropped. */
+  private takeCancel(cancellation: Cancellation, path: CancelPath): void {
+    if (this.cancelPathValue !== undefined) {
+      debug("dropping the %s's copy of the cancel (the %s brought it first)", path, this.cancelPathValue);
+      return;
+    }
+    this.cancelPathValue = path;
+    if (path === "stream") {
+      this.doorbellConnection?.close(); // it could only ring what the stream has just said
+    }
+    this.handlers?.onCancel(cancellation);
   }
 
   private received(message: pb.SidecarMessage): void {
@@ -186,6 +241,8 @@ export class ToolStream implements RegistrarBackend {
     if (!this.finishing && !handshaking) {
       debug("the tool stream to the sidecar at %s ended: %s", this.address, this.endError.message);
     }
+    // The daemon hangs up the doorbell when the stream ends: it can no longer ring.
+    this.doorbellConnection?.close();
     this.failPending(this.endError);
     this.markEnded();
     this.wake?.();
@@ -195,7 +252,7 @@ export class ToolStream implements RegistrarBackend {
     const body = message.message;
     switch (body?.$case) {
       case "cancel":
-        this.handlers?.onCancel(cancellationFromPb(body.cancel));
+        this.takeCancel(cancellationFromPb(body.cancel), "stream");
         break;
       case "runTerminator":
         this.handlers?.onRunTerminator(body.runTerminator.terminatorId);
@@ -335,7 +392,10 @@ export class ToolStream implements RegistrarBackend {
 
   // -- the end -------------------------------------------------------------------------------
 
-  /** Half-close, give the daemon `timeoutMs` to end the stream, then drop it. Idempotent. */
+  /**
+   * Half-close, give the daemon `timeoutMs` to end the stream, then drop it (and the
+   * doorbell: resolves once its socket is released). Idempotent.
+   */
   async finish(timeoutMs: number): Promise<void> {
     this.finishing = true;
     if (!this.closed && this.endError === undefined) {
@@ -345,15 +405,17 @@ export class ToolStream implements RegistrarBackend {
       clearTimeout(timer);
     }
     this.close();
+    await this.doorbellConnection?.closed;
   }
 
-  /** Drop the stream and the channel at once. Idempotent. */
+  /** Drop the stream, the doorbell and the channel at once. Idempotent. */
   close(): void {
     this.finishing = true;
     if (this.closed) {
       return;
     }
     this.closed = true;
+    this.doorbellConnection?.close();
     this.call.cancel();
     this.failPending(new ConnectionLost("the tool's stream to the sidecar was closed"));
     this.client.close();

@@ -82,7 +82,9 @@ function watch(executionId: string): { events: pb.ExecutionEvent[]; until(kind: 
 async function startDaemon(): Promise<{ process: ChildProcess; directory: string; address: string }> {
   const directory = mkdtempSync(path.join(tmpdir(), "isd-ts-"));
   const address = `unix://${path.join(directory, "s.sock")}`;
-  const child = spawn(BIN, ["serve", "--listen", address, "--metrics-listen", ""], { stdio: ["ignore", "pipe", "ignore"] });
+  // --doorbell auto whatever the environment says: the daemon reads INTERRUPT_SIDECAR_DOORBELL
+  // too, and a tool's opt-out (`0`) is no value it accepts.
+  const child = spawn(BIN, ["serve", "--listen", address, "--metrics-listen", "", "--doorbell", "auto"], { stdio: ["ignore", "pipe", "ignore"] });
   const lines = createInterface({ input: child.stdout! });
   const ready = await new Promise<string>((resolve, reject) => {
     lines.once("line", resolve);

@@ -9,6 +9,7 @@ const saved = { ...process.env };
 beforeEach(() => {
   delete process.env["INTERRUPT_SIDECAR_TOKEN"];
   delete process.env["INTERRUPT_SIDECAR_ADDRESS"];
+  delete process.env["INTERRUPT_SIDECAR_DOORBELL"];
 });
 
 afterEach(() => {
@@ -24,8 +25,8 @@ describe("configuration", () => {
   it("takes the environment, explicit options first", () => {
     process.env["INTERRUPT_SIDECAR_TOKEN"] = "tok";
     process.env["INTERRUPT_SIDECAR_ADDRESS"] = "unix:///a.sock";
-    assert.deepEqual(resolveTool(), { address: "unix:///a.sock", token: "tok" });
-    assert.deepEqual(resolveTool("127.0.0.1:1", ""), { address: "127.0.0.1:1", token: "" });
+    assert.deepEqual(resolveTool(), { address: "unix:///a.sock", token: "tok", doorbell: true });
+    assert.deepEqual(resolveTool("127.0.0.1:1", ""), { address: "127.0.0.1:1", token: "", doorbell: false });
   });
 
   it("defaults to the daemon's socket", () => {
