@@ -12,7 +12,8 @@ import java.util.concurrent.CompletableFuture;
  *   <li>Single-shot: once cancelled it stays cancelled, with its first reason. There is no reset;
  *       a new turn is a new execution with a new signal.
  *   <li>Listeners ({@link #onCancel}) run once each, in registration order, on the thread that
- *       trips the signal (for an attached run, a gRPC thread); one registered after the trip runs
+ *       trips the signal (for an attached run, a gRPC thread or the cancel doorbell's thread,
+ *       whichever brought the cancel first); one registered after the trip runs
  *       at once, on the registering thread. A listener must be quick and non-blocking; one that
  *       throws is logged and stops no other.
  * </ul>

@@ -114,6 +114,14 @@ final class DefaultCancellationSignal implements CancellationSignal {
   }
 
   /**
+   * Waits (uninterruptibly, at most {@code timeout}) until a trip has run its hooks: the
+   * point where {@link #await(Duration)} returns. Listeners may still be running.
+   */
+  boolean awaitTrip(Duration timeout) {
+    return Uninterruptibly.await(tripped, timeout);
+  }
+
+  /**
    * Trips the signal. Later calls change nothing.
    *
    * @return true for the call that tripped it

@@ -4,6 +4,8 @@ import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
 import java.nio.file.Path;
+import java.util.Locale;
+import java.util.Set;
 
 /** Where the daemon is, and the capability to attach: explicit values first, then the environment. */
 public final class SidecarAddress {
@@ -11,6 +13,13 @@ public final class SidecarAddress {
   public static final String ADDRESS_ENV = "INTERRUPT_SIDECAR_ADDRESS";
   /** The variable holding the attach token the agent handed to the tool. */
   public static final String TOKEN_ENV = "INTERRUPT_SIDECAR_TOKEN";
+  /**
+   * The variable that turns the cancel doorbell off: {@code 0} (or {@code false}, {@code no},
+   * {@code off}) and the tool never asks for it. Any other value, or none, leaves it on.
+   */
+  public static final String DOORBELL_ENV = "INTERRUPT_SIDECAR_DOORBELL";
+
+  private static final Set<String> OFF = Set.of("0", "false", "no", "off");
 
   private SidecarAddress() {}
 
@@ -47,6 +56,33 @@ public final class SidecarAddress {
   /** The token: the argument (even "", which the daemon refuses), else the environment, else null. */
   static String resolveToken(String token) {
     return token != null ? token : env(TOKEN_ENV);
+  }
+
+  /**
+   * Whether a tool asks for the cancel doorbell: only over a {@code unix:} address (the
+   * doorbell is a unix socket path on the daemon's host, and only a unix address says the
+   * daemon is on this one) and for a behaviour that is sent the cancel; then the option, else
+   * {@code INTERRUPT_SIDECAR_DOORBELL}, else yes.
+   *
+   * @param option the builder's choice, or null for the environment's
+   * @param address the resolved daemon address
+   * @param behavior the tool's behaviour
+   * @param envValue the value of {@code INTERRUPT_SIDECAR_DOORBELL}, or null
+   * @return whether hello asks for the doorbell
+   */
+  static boolean wantsDoorbell(Boolean option, String address, InterruptBehavior behavior, String envValue) {
+    if (!address.startsWith("unix:") || !behavior.receivesCancel()) {
+      return false;
+    }
+    if (option != null) {
+      return option;
+    }
+    return envValue == null || !OFF.contains(envValue.toLowerCase(Locale.ROOT));
+  }
+
+  /** {@link #wantsDoorbell(Boolean, String, InterruptBehavior, String)} with this process's environment. */
+  static boolean wantsDoorbell(Boolean option, String address, InterruptBehavior behavior) {
+    return wantsDoorbell(option, address, behavior, env(DOORBELL_ENV));
   }
 
   /**

@@ -76,7 +76,7 @@ public final class ToolRun implements AutoCloseable {
 
   /**
    * Attaches with a behaviour, configured from the environment ({@code INTERRUPT_SIDECAR_ADDRESS},
-   * {@code INTERRUPT_SIDECAR_TOKEN}); a no-op run without a token.
+   * {@code INTERRUPT_SIDECAR_TOKEN}, {@code INTERRUPT_SIDECAR_DOORBELL}); a no-op run without a token.
    *
    * @param behavior how the tool takes the interrupt
    * @return the run; close it (try-with-resources) when the tool is done
@@ -247,6 +247,11 @@ public final class ToolRun implements AutoCloseable {
     }
   }
 
+  /** The stream (tests: its doorbell and which path delivered the cancel); null when not attached. */
+  ToolStream stream() {
+    return stream;
+  }
+
   private ToolOutcome defaultOutcome() {
     // An interruptible tool that returns after the cancel has most likely stopped early.
     return signal.isCancelled() && behavior.receivesCancel() ? ToolOutcome.INTERRUPTED : ToolOutcome.COMPLETED;
@@ -293,6 +298,7 @@ public final class ToolRun implements AutoCloseable {
     private Duration timeout = Duration.ofSeconds(10);
     private boolean interruptWorker = true;
     private Thread interruptThread;
+    private Boolean doorbell;
     private String resolvedAddress;
 
     private Builder() {}
@@ -410,6 +416,21 @@ public final class ToolRun implements AutoCloseable {
     }
 
     /**
+     * Whether to ask the daemon for the cancel doorbell, a raw unix socket on which the cancel
+     * arrives ahead of the stream (default: {@code INTERRUPT_SIDECAR_DOORBELL}, on unless it is
+     * {@code 0}, {@code false}, {@code no} or {@code off}). It is only ever asked for over a
+     * {@code unix:} address and by a behaviour that is sent the cancel; the stream's cancel
+     * follows regardless, so turning it off costs only the head start.
+     *
+     * @param value whether to ask
+     * @return this
+     */
+    public Builder doorbell(boolean value) {
+      this.doorbell = value;
+      return this;
+    }
+
+    /**
      * Attaches this tool run to its execution.
      *
      * @return the run; close it when the tool is done
@@ -437,8 +458,9 @@ public final class ToolRun implements AutoCloseable {
       AtomicReference<ToolStream> streamRef = new AtomicReference<>();
       TerminatorRunner runner = new TerminatorRunner(
           id -> registrarRef.get().callbackFor(id), (id, error) -> streamRef.get().reportResult(id, error));
+      Interrupt.Hello hello = hello(resolvedToken, resolvedAddress);
       ManagedChannel channel = SidecarAddress.open(resolvedAddress);
-      ToolStream stream = new ToolStream(channel, resolvedAddress, timeout, signal::trip, runner::submit);
+      ToolStream stream = new ToolStream(channel, resolvedAddress, timeout, signal, runner::submit);
       streamRef.set(stream);
       Registrar registrar = new Registrar(behavior, stream);
       registrarRef.set(registrar);
@@ -454,13 +476,6 @@ public final class ToolRun implements AutoCloseable {
           }
         });
       }
-      Interrupt.Hello hello = Interrupt.Hello.newBuilder()
-          .setAttachToken(resolvedToken)
-          .setToolName(toolName)
-          .setToolCallId(toolCallId)
-          .setBehaviorValue(behavior.number())
-          .setPid(pid != null ? pid : (int) ProcessHandle.current().pid())
-          .build();
       Interrupt.Attached attached;
       try {
         attached = stream.attach(hello, timeout);
@@ -511,6 +526,18 @@ public final class ToolRun implements AutoCloseable {
           throw failure;
         }
       }
+    }
+
+    /** The hello this builder sends to the daemon at {@code daemonAddress}. */
+    Interrupt.Hello hello(String resolvedToken, String daemonAddress) {
+      return Interrupt.Hello.newBuilder()
+          .setAttachToken(resolvedToken)
+          .setToolName(toolName)
+          .setToolCallId(toolCallId)
+          .setBehaviorValue(behavior.number())
+          .setPid(pid != null ? pid : (int) ProcessHandle.current().pid())
+          .setDoorbell(SidecarAddress.wantsDoorbell(doorbell, daemonAddress, behavior))
+          .build();
     }
 
     private ToolRun local(DefaultCancellationSignal signal, Duration grace, Thread worker) {

@@ -21,6 +21,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 
 /**
@@ -31,6 +33,12 @@ import java.util.function.Consumer;
  * trips the signal (whose listeners must be quick), a run_terminator goes to the {@link
  * TerminatorRunner}, and answers complete futures. Writes are serialized by one lock (a gRPC
  * call's request observer is not thread-safe).
+ *
+ * <p>The cancel doorbell: when {@code attached} grants one, a {@link Doorbell} starts reading it
+ * on its own thread. The cancel then comes twice, the doorbell's copy usually first; whichever
+ * arrives first trips the signal and the other is a duplicate (the daemon sends the same
+ * cancel on both, so the cancellation is the same either way). The doorbell is closed when the
+ * stream ends and when the tool closes the stream.
  */
 final class ToolStream implements Backend {
   private static final System.Logger LOG = System.getLogger(ToolStream.class.getName());
@@ -39,10 +47,16 @@ final class ToolStream implements Backend {
 
   private record Pending(Answer answer, CompletableFuture<Void> future) {}
 
+  /** Where a cancel came from. */
+  enum CancelPath { STREAM, DOORBELL }
+
+  /** How long closing waits for the doorbell's thread (which may be running listeners) to end. */
+  private static final Duration DOORBELL_JOIN = Duration.ofSeconds(1);
+
   private final ManagedChannel channel;
   private final String address;
   private final Duration requestTimeout;
-  private final Consumer<Cancellation> onCancel;
+  private final DefaultCancellationSignal signal;
   private final Consumer<String> onRunTerminator;
   private final Object writeLock = new Object();
   /** Guarded by itself. */
@@ -54,13 +68,24 @@ final class ToolStream implements Backend {
   private volatile SidecarException endError;
   /** Set once the tool is done with the stream: its end is then expected. */
   private volatile boolean finishing;
+  /** Whether hello asked for the doorbell: a grant is only taken up then. */
+  private volatile boolean askedForDoorbell;
+  private final Object doorbellLock = new Object();
+  /** The granted doorbell, kept after it is closed. Guarded by {@link #doorbellLock}. */
+  private Doorbell doorbell;
+  /** Set when the stream ended or was closed: no doorbell is opened after. Guarded by {@link #doorbellLock}. */
+  private boolean doorbellClosed;
+  /** The path that delivered the cancel first; the other one's copy is dropped. */
+  private final AtomicReference<CancelPath> cancelledBy = new AtomicReference<>();
+  private final AtomicInteger cancelsHandled = new AtomicInteger();
 
+  /** {@code signal} is tripped by the first cancel, from the stream or the doorbell. */
   ToolStream(ManagedChannel channel, String address, Duration requestTimeout,
-      Consumer<Cancellation> onCancel, Consumer<String> onRunTerminator) {
+      DefaultCancellationSignal signal, Consumer<String> onRunTerminator) {
     this.channel = channel;
     this.address = address;
     this.requestTimeout = requestTimeout;
-    this.onCancel = onCancel;
+    this.signal = signal;
     this.onRunTerminator = onRunTerminator;
   }
 
@@ -68,6 +93,7 @@ final class ToolStream implements Backend {
 
   /** Sends hello and waits (uninterruptibly, at most {@code timeout}) for {@code attached}. */
   Interrupt.Attached attach(Interrupt.Hello hello, Duration timeout) {
+    askedForDoorbell = hello.getDoorbell();
     ToolChannelServiceGrpc.newStub(channel).attach(new Reader());
     write(Interrupt.ToolMessage.newBuilder().setHello(hello).build());
     try {
@@ -147,16 +173,23 @@ final class ToolStream implements Backend {
       LOG.log(Level.WARNING, why.getMessage());
     }
     failPending(endError);
+    // The daemon hangs up the doorbell too; closing our end now frees its thread at once.
+    closeDoorbell(null);
     ended.countDown();
   }
 
   private void dispatch(Interrupt.SidecarMessage message) {
     switch (message.getMessageCase()) {
       case ATTACHED:
-        attached.complete(message.getAttached());
+        Interrupt.Attached answer = message.getAttached();
+        if (askedForDoorbell && answer.hasDoorbell()) {
+          // Before the caller wakes: an execution that already tripped rings it on connect.
+          openDoorbell(answer.getDoorbell());
+        }
+        attached.complete(answer);
         break;
       case CANCEL:
-        onCancel.accept(cancellation(message.getCancel()));
+        cancelled(cancellation(message.getCancel()), CancelPath.STREAM);
         break;
       case RUN_TERMINATOR:
         onRunTerminator.accept(message.getRunTerminator().getTerminatorId());
@@ -183,6 +216,69 @@ final class ToolStream implements Backend {
       default:
         LOG.log(Level.DEBUG, "ignoring sidecar message " + message.getMessageCase());
     }
+  }
+
+  /** A cancel from either path: the first trips the signal, the second is a duplicate. */
+  private void cancelled(Cancellation cancellation, CancelPath via) {
+    try {
+      if (cancelledBy.compareAndSet(null, via)) {
+        signal.trip(cancellation);
+        return;
+      }
+      LOG.log(Level.DEBUG, "the cancel on the " + via + " duplicates the one on the " + cancelledBy.get());
+      if (via == CancelPath.STREAM) {
+        // The doorbell's thread is tripping the signal (its hooks are quick): let it finish
+        // before reading on, so that what follows the cancel on the stream (run_terminator)
+        // finds the signal tripped, as it would without a doorbell.
+        signal.awaitTrip(requestTimeout);
+      }
+    } finally {
+      cancelsHandled.incrementAndGet();
+    }
+  }
+
+  // -- the doorbell ------------------------------------------------------------------------
+
+  private void openDoorbell(Interrupt.Doorbell grant) {
+    synchronized (doorbellLock) {
+      if (doorbellClosed || doorbell != null) {
+        return;
+      }
+      doorbell = Doorbell.open(grant, cancel -> cancelled(cancel, CancelPath.DOORBELL));
+    }
+  }
+
+  /** Closes the doorbell (for good) and, with a {@code wait}, waits that long for its thread. */
+  private void closeDoorbell(Duration wait) {
+    Doorbell open;
+    synchronized (doorbellLock) {
+      doorbellClosed = true;
+      open = doorbell;
+    }
+    if (open != null) {
+      if (wait == null) {
+        open.close();
+      } else {
+        open.close(wait);
+      }
+    }
+  }
+
+  /** The granted doorbell, open or closed; null when none was granted (or it could not be opened). */
+  Doorbell doorbell() {
+    synchronized (doorbellLock) {
+      return doorbell;
+    }
+  }
+
+  /** Which path delivered the cancel first, once one has. */
+  Optional<CancelPath> cancelPath() {
+    return Optional.ofNullable(cancelledBy.get());
+  }
+
+  /** How many cancels (from both paths) have been handled: 2 once a doorbell's and the stream's both have. */
+  int cancelsHandled() {
+    return cancelsHandled.get();
   }
 
   static Cancellation cancellation(Interrupt.Cancel cancel) {
@@ -362,6 +458,7 @@ final class ToolStream implements Backend {
       requests.cancel("the tool closed its stream", null);
     }
     failPending(new ConnectionLostException("the tool's stream to the sidecar was closed"));
+    closeDoorbell(DOORBELL_JOIN);
     channel.shutdownNow();
   }
 

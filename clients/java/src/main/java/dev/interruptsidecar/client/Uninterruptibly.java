@@ -33,6 +33,28 @@ final class Uninterruptibly {
     }
   }
 
+  static boolean join(Thread thread, Duration timeout) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    boolean interrupted = false;
+    try {
+      while (true) {
+        try {
+          long left = deadline - System.nanoTime();
+          if (left > 0) {
+            TimeUnit.NANOSECONDS.timedJoin(thread, left);
+          }
+          return !thread.isAlive();
+        } catch (InterruptedException again) {
+          interrupted = true;
+        }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
   static boolean await(CountDownLatch latch, Duration timeout) {
     long deadline = System.nanoTime() + timeout.toNanos();
     boolean interrupted = false;

@@ -2,6 +2,8 @@ package dev.interruptsidecar.client;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -17,15 +19,19 @@ import java.time.Duration;
 import java.util.Iterator;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * Against the real daemon ({@code .venv/bin/interrupt-sidecar} of the repository, or the
  * {@code interruptSidecar.daemon} property) on a private unix socket. Skipped when the
  * daemon is not installed.
  */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
 class DaemonTest {
   private static Process daemon;
   private static Path socketDir;
@@ -180,6 +186,79 @@ class DaemonTest {
     }
     try (ToolRun run = tool(turn, InterruptBehavior.NON_INTERRUPTIBLE).attach()) {
       assertTrue(run.signal().isCancelled(), "sees the state it attached in");
+    }
+    coordinator.end(turn.executionId());
+  }
+
+  private static void poll(BooleanSupplier condition, String what) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    while (!condition.getAsBoolean()) {
+      assertTrue(System.nanoTime() < deadline, "timed out waiting until " + what);
+      Thread.sleep(5);
+    }
+  }
+
+  @Test
+  void overAUnixSocketTheDoorbellRingsTheCancelAndItCountsOnce() throws Exception {
+    Coordinator.BegunExecution turn = coordinator.begin(Coordinator.BeginOptions.defaults());
+    Doorbell doorbell;
+    try (ToolRun run = tool(turn, InterruptBehavior.COOPERATIVE).attach()) {
+      // Granted: hello asked for it (a unix address, a behaviour sent the cancel).
+      doorbell = run.stream().doorbell();
+      assertNotNull(doorbell, "the daemon granted a doorbell");
+      AtomicInteger listenerRuns = new AtomicInteger();
+      run.signal().onCancel(listenerRuns::incrementAndGet);
+      coordinator.interrupt(turn.executionId(), InterruptReason.USER_SIGINT, "rung");
+      assertTrue(run.signal().await(Duration.ofSeconds(5)));
+      // The daemon writes the same cancel on the doorbell and on the stream: both arrive, one counts.
+      poll(() -> run.stream().cancelsHandled() == 2, "the doorbell's and the stream's cancels were handled");
+      assertTrue(doorbell.rang(), "the doorbell carried a cancel");
+      assertEquals(1, listenerRuns.get());
+      Cancellation cancellation = run.signal().getCancellation().orElseThrow();
+      assertEquals(InterruptReason.USER_SIGINT, cancellation.reason());
+      assertEquals("rung", cancellation.detail());
+      assertEquals(coordinator.get(turn.executionId()).trippedAt(), cancellation.trippedAt());
+      assertTrue(cancellation.graceDeadline().orElseThrow().isAfter(cancellation.trippedAt().orElseThrow()));
+      assertTrue(run.stream().cancelPath().isPresent());
+    }
+    assertFalse(doorbell.isOpen());
+    assertFalse(doorbell.thread().isAlive());
+    coordinator.end(turn.executionId());
+  }
+
+  @Test
+  void aDoorbellOfAnExecutionTrippedBeforeAttachRingsAtOnceAndCountsOnce() throws Exception {
+    Coordinator.BegunExecution turn = coordinator.begin(Coordinator.BeginOptions.defaults());
+    coordinator.interrupt(turn.executionId(), InterruptReason.BUDGET_EXCEEDED, "late");
+    Doorbell doorbell;
+    try (ToolRun run = tool(turn, InterruptBehavior.THREAD_INTERRUPT).interruptWorker(false).attach()) {
+      doorbell = run.stream().doorbell();
+      assertNotNull(doorbell);
+      assertEquals("late", run.signal().getDetail(), "the full cancel, not just attached's reason");
+      AtomicInteger listenerRuns = new AtomicInteger();
+      run.signal().onCancel(listenerRuns::incrementAndGet);
+      poll(() -> run.stream().cancelsHandled() == 2, "the doorbell's and the stream's cancels were handled");
+      assertTrue(doorbell.rang(), "rung on connect");
+      assertEquals(1, listenerRuns.get());
+      assertEquals(InterruptReason.BUDGET_EXCEEDED, run.signal().getReason().orElseThrow());
+      assertEquals("late", run.signal().getDetail());
+    }
+    assertFalse(doorbell.isOpen());
+    coordinator.end(turn.executionId());
+  }
+
+  @Test
+  void aToolThatOptsOutGetsNoDoorbellAndTheStreamsCancel() throws Exception {
+    Coordinator.BegunExecution turn = coordinator.begin(Coordinator.BeginOptions.defaults());
+    try (ToolRun run = tool(turn, InterruptBehavior.COOPERATIVE).doorbell(false).attach()) {
+      assertNull(run.stream().doorbell(), "not asked, not granted");
+      coordinator.interrupt(turn.executionId(), InterruptReason.USER_SIGINT, "");
+      assertTrue(run.signal().await(Duration.ofSeconds(5)));
+      assertEquals(ToolStream.CancelPath.STREAM, run.stream().cancelPath().orElseThrow());
+      assertEquals(1, run.stream().cancelsHandled());
+    }
+    try (ToolRun run = tool(turn, InterruptBehavior.NON_INTERRUPTIBLE).attach()) {
+      assertNull(run.stream().doorbell(), "a tool never sent the cancel has no use for one");
     }
     coordinator.end(turn.executionId());
   }
