@@ -12,6 +12,9 @@ use crate::error::{Details, Error, Result};
 pub const ADDRESS_ENV: &str = "INTERRUPT_SIDECAR_ADDRESS";
 /// The environment variable holding the attach token the agent handed to the tool.
 pub const TOKEN_ENV: &str = "INTERRUPT_SIDECAR_TOKEN";
+/// The environment variable that turns the cancel doorbell off: `0` (or `false`, `no`,
+/// `off`) and the client never asks for it. Anything else, or unset, leaves it on.
+pub const DOORBELL_ENV: &str = "INTERRUPT_SIDECAR_DOORBELL";
 
 fn env(name: &str) -> Option<String> {
     let value = std::env::var(name).ok()?;
@@ -47,6 +50,30 @@ pub(crate) fn resolve_token(explicit: Option<&str>) -> Option<String> {
         Some(token) => Some(token.to_owned()),
         None => env(TOKEN_ENV),
     }
+}
+
+/// Whether to ask for the cancel doorbell: `explicit`, else `INTERRUPT_SIDECAR_DOORBELL`,
+/// else yes; never when the daemon is not on a unix socket.
+pub(crate) fn resolve_doorbell(explicit: Option<bool>, address: &str) -> bool {
+    wants_doorbell(explicit, env(DOORBELL_ENV).as_deref(), address)
+}
+
+/// [`resolve_doorbell`] with the environment's value given (tests cannot set the
+/// environment of a process whose other tests read it).
+fn wants_doorbell(explicit: Option<bool>, env_value: Option<&str>, address: &str) -> bool {
+    // The doorbell is a unix socket path on the daemon's host, and only a unix: address
+    // says the daemon is on this host: over TCP the path could name nothing here, or
+    // another daemon's socket.
+    if !address.starts_with("unix:") {
+        return false;
+    }
+    explicit.unwrap_or_else(|| {
+        env_value.is_none_or(|value| {
+            !["0", "false", "no", "off"]
+                .iter()
+                .any(|off| value.eq_ignore_ascii_case(off))
+        })
+    })
 }
 
 /// A parsed daemon address.
@@ -169,6 +196,25 @@ mod tests {
     fn explicit_values_win() {
         assert_eq!(resolve_address(Some("unix:///x.sock")), "unix:///x.sock");
         assert_eq!(resolve_token(Some("")), Some(String::new()));
+    }
+
+    #[test]
+    fn the_doorbell_is_asked_for_over_unix_sockets_unless_turned_off() {
+        let unix = "unix:///run/s.sock";
+        assert!(wants_doorbell(None, None, unix));
+        assert!(wants_doorbell(None, None, "unix:rel.sock"));
+        for off in ["0", "false", "FALSE", "no", "off", "Off"] {
+            assert!(!wants_doorbell(None, Some(off), unix), "{off}");
+        }
+        for on in ["1", "true", "yes", "on", "auto"] {
+            assert!(wants_doorbell(None, Some(on), unix), "{on}");
+        }
+        // The option beats the environment, both ways.
+        assert!(!wants_doorbell(Some(false), None, unix));
+        assert!(wants_doorbell(Some(true), Some("0"), unix));
+        // Never over TCP: the path would not be on this host.
+        assert!(!wants_doorbell(None, None, "127.0.0.1:7000"));
+        assert!(!wants_doorbell(Some(true), None, "dns:///localhost:7000"));
     }
 
     #[test]

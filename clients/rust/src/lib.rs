@@ -28,15 +28,26 @@
 //! The daemon's address and the attach token come from `INTERRUPT_SIDECAR_ADDRESS` and
 //! `INTERRUPT_SIDECAR_TOKEN` unless given in [`AttachOptions`]. Without a token the run is
 //! a no-op (the token never trips), so a tool runs unchanged outside an agent.
+//!
+//! Over a unix socket, an interruptible tool also asks for the daemon's *cancel doorbell*,
+//! a raw unix socket that brings the cancel ahead of the gRPC stream; the same cancel still
+//! follows on the stream and the run trips once, on whichever comes first.
+//! `INTERRUPT_SIDECAR_DOORBELL=0` ([`DOORBELL_ENV`]) or [`AttachOptions::doorbell`] turn it off.
 
 #![warn(missing_docs)]
 
 mod config;
+mod doorbell;
 mod error;
 mod process;
 mod run;
 mod stream;
 mod types;
+
+/// The real daemon the integration tests use (`tests/support`), for the unit tests too.
+#[cfg(test)]
+#[path = "../tests/support/mod.rs"]
+mod test_daemon;
 
 /// The generated messages and gRPC client stubs of `interrupt.v1` (from `protos/`).
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
@@ -44,7 +55,7 @@ pub mod proto {
     include!("gen/interrupt.v1.rs");
 }
 
-pub use config::{default_address, resolve_address, ADDRESS_ENV, TOKEN_ENV};
+pub use config::{default_address, resolve_address, ADDRESS_ENV, DOORBELL_ENV, TOKEN_ENV};
 pub use error::{code_name, Details, Error, Result};
 pub use process::ManagedChild;
 pub use run::{attach, AttachOptions, ProcessGroupOptions, Run, Terminator, TerminatorKind};

@@ -10,7 +10,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{self, resolve_address, resolve_token};
+use crate::config::{self, resolve_address, resolve_doorbell, resolve_token};
+use crate::doorbell::Doorbell;
 use crate::error::{Details, Error, Result};
 use crate::proto;
 use crate::proto::tool_message::Message as Outbound;
@@ -40,6 +41,7 @@ pub struct AttachOptions {
     token: Option<String>,
     pid: Option<i32>,
     timeout: Option<Duration>,
+    doorbell: Option<bool>,
 }
 
 impl Default for AttachOptions {
@@ -59,6 +61,7 @@ impl AttachOptions {
             token: None,
             pid: None,
             timeout: Some(DEFAULT_TIMEOUT),
+            doorbell: None,
         }
     }
 
@@ -105,6 +108,15 @@ impl AttachOptions {
         self.timeout = None;
         self
     }
+
+    /// Whether to ask for the cancel doorbell, which brings the cancel over a raw unix
+    /// socket ahead of the stream (default: `INTERRUPT_SIDECAR_DOORBELL`, else yes). It is
+    /// only ever asked for when the daemon's address is a unix socket and the behaviour
+    /// receives the cancel; the stream's cancel follows either way.
+    pub fn doorbell(mut self, enabled: bool) -> Self {
+        self.doorbell = Some(enabled);
+        self
+    }
 }
 
 /// Attaches this tool run to its execution.
@@ -112,6 +124,10 @@ impl AttachOptions {
 /// Without an attach token (`INTERRUPT_SIDECAR_TOKEN` unset and none in `options`) the run
 /// is a **no-op**: its token never trips, registrations that the behaviour allows succeed
 /// and never run, and the tool runs unchanged outside an agent.
+///
+/// Over a unix socket an interruptible tool also asks for the cancel doorbell (see
+/// [`AttachOptions::doorbell`]): when the daemon grants it, the cancel is taken from
+/// whichever of the doorbell and the stream brings it first, once.
 ///
 /// # Errors
 ///
@@ -124,14 +140,16 @@ pub async fn attach(options: AttachOptions) -> Result<Run> {
     };
     let address = resolve_address(options.address.as_deref());
     let channel = config::connect(&address, options.timeout).await?;
+    let behavior = options.behavior;
     let hello = proto::Hello {
         attach_token: token,
         tool_name: options.tool_name,
         tool_call_id: options.tool_call_id,
-        behavior: options.behavior.to_proto() as i32,
+        behavior: behavior.to_proto() as i32,
         pid: options.pid.unwrap_or_else(|| std::process::id() as i32),
+        // The daemon grants it only to tools it sends the cancel to: do not ask otherwise.
+        doorbell: behavior.receives_cancel() && resolve_doorbell(options.doorbell, &address),
     };
-    let behavior = options.behavior;
     let (stream, handshake) = ToolStream::open(
         channel,
         &address,
@@ -143,17 +161,25 @@ pub async fn attach(options: AttachOptions) -> Result<Run> {
     let attached = handshake.attached.clone();
     let inner = Arc::new(Inner::new(behavior, Some(stream.clone())));
     if let Some(cancellation) = handshake.cancel.clone() {
-        inner.trip(cancellation);
+        inner.trip(cancellation, CancelPath::Stream);
     } else if attached.cancelled {
         // A NON_INTERRUPTIBLE tool is never sent the cancel, but sees the state it attached in.
-        inner.trip(Cancellation {
-            reason: InterruptReason::from_wire(attached.reason)
-                .unwrap_or(InterruptReason::UserSigint),
-            detail: String::new(),
-            tripped_at: None,
-            grace_deadline: None,
-        });
+        inner.trip(
+            Cancellation {
+                reason: InterruptReason::from_wire(attached.reason)
+                    .unwrap_or(InterruptReason::UserSigint),
+                detail: String::new(),
+                tripped_at: None,
+                grace_deadline: None,
+            },
+            CancelPath::Stream,
+        );
     }
+    // Before the reader, so the doorbell is connecting as early as it can be.
+    let doorbell = attached
+        .doorbell
+        .clone()
+        .and_then(|grant| open_doorbell(grant, &inner, &stream));
     let (queue, queued) = mpsc::unbounded_channel();
     let runner = tokio::spawn(run_terminators(inner.clone(), stream.clone(), queued));
     let sink = Arc::new(Dispatch {
@@ -165,6 +191,7 @@ pub async fn attach(options: AttachOptions) -> Result<Run> {
         inner,
         reader: Some(reader),
         runner: Some(runner),
+        doorbell,
         attachment: Some(Attachment {
             address,
             execution_id: attached.execution_id,
@@ -172,6 +199,30 @@ pub async fn attach(options: AttachOptions) -> Result<Run> {
             grace: types::duration(attached.grace),
         }),
     })
+}
+
+/// Connects to the doorbell `attached` granted, unless the run has already tripped (the
+/// handshake brought the cancel: the doorbell could only ring it again).
+fn open_doorbell(
+    grant: proto::Doorbell,
+    inner: &Arc<Inner>,
+    stream: &ToolStream,
+) -> Option<Doorbell> {
+    if inner.is_tripped() {
+        return None;
+    }
+    if grant.path.is_empty() || grant.token.is_empty() {
+        tracing::debug!("ignoring an incomplete cancel doorbell grant: {grant:?}");
+        return None;
+    }
+    let ringer = inner.clone();
+    Some(Doorbell::open(
+        grant,
+        // The daemon hangs the doorbell up when the stream ends: it can no longer ring.
+        stream.ended_token().child_token(),
+        inner.token.clone(),
+        move |cancellation| ringer.trip(cancellation, CancelPath::Doorbell),
+    ))
 }
 
 /// What kind of terminator a [`Terminator`] is.
@@ -240,14 +291,41 @@ struct Registry {
     callbacks: HashMap<String, Callback>,
 }
 
-/// The state a run shares with its reader, its terminator runner and its children.
+/// Which way a cancel reached the tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CancelPath {
+    /// The Attach stream (also the cancel read with `attached`).
+    Stream,
+    /// The cancel doorbell.
+    Doorbell,
+}
+
+impl std::fmt::Display for CancelPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Stream => "stream",
+            Self::Doorbell => "doorbell",
+        })
+    }
+}
+
+/// The first cancellation, and the way it came.
+#[derive(Debug)]
+pub(crate) struct Tripped {
+    pub(crate) cancellation: Cancellation,
+    pub(crate) path: CancelPath,
+}
+
+/// The state a run shares with its reader, its terminator runner, its doorbell and its children.
 pub(crate) struct Inner {
     behavior: InterruptBehavior,
     token: CancellationToken,
-    cancellation: OnceLock<Cancellation>,
+    tripped: OnceLock<Tripped>,
     stream: Option<Arc<ToolStream>>,
     registry: Mutex<Registry>,
     unwound: AtomicBool,
+    #[cfg(test)]
+    pub(crate) hooks: hooks::TestHooks,
 }
 
 impl std::fmt::Debug for Inner {
@@ -263,10 +341,12 @@ impl Inner {
         Self {
             behavior,
             token: CancellationToken::new(),
-            cancellation: OnceLock::new(),
+            tripped: OnceLock::new(),
             stream,
             registry: Mutex::new(Registry::default()),
             unwound: AtomicBool::new(false),
+            #[cfg(test)]
+            hooks: hooks::TestHooks::default(),
         }
     }
 
@@ -277,10 +357,45 @@ impl Inner {
     }
 
     /// Single-shot: the first cancellation is kept, the token cancelled once, after it is set.
-    fn trip(&self, cancellation: Cancellation) {
-        if self.cancellation.set(cancellation).is_ok() {
-            self.token.cancel();
+    ///
+    /// The doorbell and the stream bring the same cancel (the doorbell usually first): the
+    /// second copy is dropped here, so the token, and whatever waits on it, sees one trip
+    /// and the cancellation's fields are those of the cancel either way.
+    fn trip(&self, cancellation: Cancellation, path: CancelPath) {
+        #[cfg(test)]
+        let offer = match self.hooks.offer(path, &cancellation) {
+            Some(offer) => offer,
+            None => return, // held back by the test
+        };
+        match self.tripped.set(Tripped { cancellation, path }) {
+            Ok(()) => {
+                #[cfg(test)]
+                self.hooks.taken(offer);
+                self.token.cancel();
+            }
+            Err(_) => {
+                if let Some(first) = self.tripped.get() {
+                    tracing::debug!(
+                        "dropping the {path}'s copy of the cancel: the {} brought it first",
+                        first.path
+                    );
+                }
+            }
         }
+    }
+
+    fn cancellation(&self) -> Option<&Cancellation> {
+        self.tripped.get().map(|t| &t.cancellation)
+    }
+
+    fn is_tripped(&self) -> bool {
+        self.tripped.get().is_some()
+    }
+
+    /// How the run tripped, `None` while it has not.
+    #[cfg(test)]
+    pub(crate) fn tripped(&self) -> Option<&Tripped> {
+        self.tripped.get()
     }
 
     fn check(&self, kind: TerminatorKind) -> Result<()> {
@@ -439,7 +554,7 @@ struct Dispatch {
 
 impl Sink for Dispatch {
     fn cancel(&self, cancellation: Cancellation) {
-        self.inner.trip(cancellation);
+        self.inner.trip(cancellation, CancelPath::Stream);
     }
 
     fn run_terminator(&self, terminator_id: String) {
@@ -513,6 +628,8 @@ pub struct Run {
     inner: Arc<Inner>,
     reader: Option<JoinHandle<()>>,
     runner: Option<JoinHandle<()>>,
+    /// The cancel doorbell's connection, when the daemon granted one.
+    doorbell: Option<Doorbell>,
     attachment: Option<Attachment>,
 }
 
@@ -532,6 +649,7 @@ impl Run {
             inner: Arc::new(Inner::new(behavior, None)),
             reader: None,
             runner: None,
+            doorbell: None,
             attachment: None,
         }
     }
@@ -547,17 +665,17 @@ impl Run {
 
     /// True once the execution tripped.
     pub fn is_cancelled(&self) -> bool {
-        self.inner.cancellation.get().is_some()
+        self.inner.is_tripped()
     }
 
     /// The reason the execution tripped with (the first one), `None` while it has not.
     pub fn reason(&self) -> Option<InterruptReason> {
-        self.inner.cancellation.get().map(|c| c.reason)
+        self.inner.cancellation().map(|c| c.reason)
     }
 
     /// The full cancellation (reason, detail, trip time, grace deadline), `None` while untripped.
     pub fn cancellation(&self) -> Option<Cancellation> {
-        self.inner.cancellation.get().cloned()
+        self.inner.cancellation().cloned()
     }
 
     /// Waits for the trip and returns the cancellation (forever, in no-op mode).
@@ -695,7 +813,7 @@ impl Run {
 
     /// Ends the run: reports `unwound` if not done yet (INTERRUPTED when the run was sent
     /// the cancel, else COMPLETED), half-closes the stream, gives the daemon 2 s to end it,
-    /// then drops it. Errors of a dead stream are ignored.
+    /// then drops it and the cancel doorbell's connection. Errors of a dead stream are ignored.
     pub async fn close(mut self) {
         if !self.is_unwound() {
             let outcome = if self.is_cancelled() && self.inner.behavior.receives_cancel() {
@@ -713,6 +831,9 @@ impl Run {
         if let Some(reader) = self.reader.take() {
             reader.abort();
             let _ = reader.await;
+        }
+        if let Some(doorbell) = self.doorbell.take() {
+            doorbell.close().await;
         }
         // The reader is gone, so the queue is closed: the runner starts what was asked and ends.
         if let Some(runner) = self.runner.take() {
@@ -759,6 +880,12 @@ impl Run {
     pub(crate) fn inner(&self) -> Arc<Inner> {
         self.inner.clone()
     }
+
+    /// The cancel doorbell's connection, when the daemon granted one.
+    #[cfg(test)]
+    pub(crate) fn doorbell(&self) -> Option<&Doorbell> {
+        self.doorbell.as_ref()
+    }
 }
 
 impl Drop for Run {
@@ -772,6 +899,68 @@ impl Drop for Run {
         }
         if let Some(runner) = self.runner.take() {
             runner.abort();
+        }
+        if let Some(doorbell) = &self.doorbell {
+            doorbell.stop(); // its task hangs up and ends on its own
+        }
+    }
+}
+
+/// Instruments for the tests: what reached [`Inner::trip`], and a way to hold the
+/// stream's cancels back so that only the doorbell can trip a run.
+#[cfg(test)]
+pub(crate) mod hooks {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use tokio::sync::watch;
+
+    use super::CancelPath;
+    use crate::types::Cancellation;
+
+    /// One cancel handed to the run, whichever way it came.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub(crate) struct Offer {
+        pub(crate) path: CancelPath,
+        pub(crate) cancellation: Cancellation,
+        /// True for the one that tripped the run.
+        pub(crate) taken: bool,
+    }
+
+    pub(crate) struct TestHooks {
+        /// Every cancel offered to the run, in order (a watch: tests wait for entries).
+        pub(crate) offers: watch::Sender<Vec<Offer>>,
+        /// Record the stream's cancels but never take them.
+        pub(crate) hold_stream_cancels: AtomicBool,
+    }
+
+    impl Default for TestHooks {
+        fn default() -> Self {
+            Self {
+                offers: watch::channel(Vec::new()).0,
+                hold_stream_cancels: AtomicBool::new(false),
+            }
+        }
+    }
+
+    impl TestHooks {
+        /// Records the offer; its index, or `None` when it is held back.
+        pub(super) fn offer(&self, path: CancelPath, cancellation: &Cancellation) -> Option<usize> {
+            let mut index = 0;
+            self.offers.send_modify(|offers| {
+                index = offers.len();
+                offers.push(Offer {
+                    path,
+                    cancellation: cancellation.clone(),
+                    taken: false,
+                });
+            });
+            let held =
+                path == CancelPath::Stream && self.hold_stream_cancels.load(Ordering::SeqCst);
+            (!held).then_some(index)
+        }
+
+        pub(super) fn taken(&self, index: usize) {
+            self.offers.send_modify(|offers| offers[index].taken = true);
         }
     }
 }
@@ -837,7 +1026,7 @@ mod tests {
         let inner = run.inner();
         let watcher = tokio::spawn(async move {
             token.cancelled().await;
-            inner.cancellation.get().map(|c| c.reason)
+            inner.cancellation().map(|c| c.reason)
         });
         let cancellation = |reason| Cancellation {
             reason,
@@ -845,9 +1034,14 @@ mod tests {
             tripped_at: None,
             grace_deadline: None,
         };
-        run.inner.trip(cancellation(InterruptReason::UserSigint));
-        run.inner
-            .trip(cancellation(InterruptReason::NowPriorityInput));
+        run.inner.trip(
+            cancellation(InterruptReason::UserSigint),
+            CancelPath::Stream,
+        );
+        run.inner.trip(
+            cancellation(InterruptReason::NowPriorityInput),
+            CancelPath::Doorbell,
+        );
         assert_eq!(watcher.await.unwrap(), Some(InterruptReason::UserSigint));
         assert_eq!(run.reason(), Some(InterruptReason::UserSigint));
         let interrupted = run.interruptible(std::future::pending::<()>()).await;

@@ -359,6 +359,11 @@ impl ToolStream {
     pub(crate) fn ended(&self) -> bool {
         self.ended.is_cancelled()
     }
+
+    /// Cancelled once the daemon has ended the stream (or it broke).
+    pub(crate) fn ended_token(&self) -> CancellationToken {
+        self.ended.clone()
+    }
 }
 
 fn message(message: Outbound) -> proto::ToolMessage {

@@ -1,9 +1,9 @@
 //! Against the real daemon (the repository's `.venv/bin/interrupt-sidecar`, installed by
 //! `make install-test`); skipped with a note when it is not installed.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod support;
+
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,90 +11,7 @@ use interrupt_sidecar_client::{
     attach, AttachOptions, Error, InterruptBehavior, InterruptReason, ProcessGroupOptions,
     ToolOutcome,
 };
-
-struct Daemon {
-    cli: PathBuf,
-    address: String,
-    process: Child,
-    _dir: TempDir,
-}
-
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.process.kill();
-        let _ = self.process.wait();
-    }
-}
-
-impl Daemon {
-    /// Starts a daemon on a private unix socket, or `None` when the CLI is not installed.
-    fn start(name: &str) -> Option<Self> {
-        let cli = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/interrupt-sidecar");
-        if !cli.is_file() {
-            eprintln!("skipped: {} is not installed", cli.display());
-            return None;
-        }
-        let dir = std::env::temp_dir().join(format!("isc-rust-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let address = format!("unix://{}/s.sock", dir.display());
-        let mut process = Command::new(&cli)
-            .args(["serve", "--listen", &address, "--metrics-listen", ""])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut ready = String::new();
-        BufReader::new(process.stdout.take().unwrap())
-            .read_line(&mut ready)
-            .unwrap();
-        assert!(ready.starts_with("ready"), "the daemon said {ready:?}");
-        Some(Self {
-            cli,
-            address,
-            process,
-            _dir: TempDir(dir),
-        })
-    }
-
-    fn cli(&self, args: &[&str]) -> String {
-        let output = Command::new(&self.cli)
-            .args(args)
-            .args(["--address", &self.address])
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{args:?}: {output:?}");
-        String::from_utf8(output.stdout).unwrap()
-    }
-
-    /// Begins an execution; returns (execution_id, attach_token).
-    fn begin(&self) -> (String, String) {
-        let out = self.cli(&["begin", "--json"]);
-        let field = |name: &str| {
-            let start = out.find(&format!("\"{name}\": \"")).unwrap() + name.len() + 5;
-            out[start..].split('"').next().unwrap().to_owned()
-        };
-        (field("execution_id"), field("attach_token"))
-    }
-
-    fn interrupt(&self, execution_id: &str, reason: &str) {
-        self.cli(&["interrupt", "--reason", reason, execution_id]);
-    }
-
-    fn options(&self, behavior: InterruptBehavior, token: &str) -> AttachOptions {
-        AttachOptions::new(behavior)
-            .address(&self.address)
-            .token(token)
-            .tool_name("rust-client-test")
-    }
-}
+use support::Daemon;
 
 #[tokio::test]
 async fn terminators_run_in_order_and_refusals_map_to_errors() {
