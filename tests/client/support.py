@@ -102,10 +102,12 @@ class _Servicer(pb_grpc.ToolChannelServiceServicer):
 
 
 class FakeSidecar:
-    """A scripted ToolChannelService on ``unix://<tmp>/fake.sock``; use ``run``/``arun`` to drive it."""
+    """A scripted ToolChannelService on ``unix://<tmp>/fake.sock`` (or loopback TCP with
+    ``tcp=True``); use ``run``/``arun`` to drive it."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, tcp: bool = False) -> None:
         self._directory = tempfile.mkdtemp(prefix="iscf-", dir="/tmp")
+        self._tcp = tcp
         self.address = f"unix://{self._directory}/fake.sock"
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="fake-sidecar", daemon=True)
@@ -118,7 +120,11 @@ class FakeSidecar:
         self._servicer = _Servicer()
         self._server = grpc.aio.server()
         pb_grpc.add_ToolChannelServiceServicer_to_server(self._servicer, self._server)
-        self._server.add_insecure_port(self.address)
+        if self._tcp:
+            # Port 0: the server picks a free one, so nothing can take it in between.
+            self.address = f"127.0.0.1:{self._server.add_insecure_port('127.0.0.1:0')}"
+        else:
+            self._server.add_insecure_port(self.address)
         await self._server.start()
 
     def _submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:

@@ -59,6 +59,7 @@ async def test_hello_carries_the_tool_description(fake_sidecar: FakeSidecar) -> 
         tool_call_id="call-7",
         behavior=pb.INTERRUPT_BEHAVIOR_COOPERATIVE,
         pid=4321,
+        doorbell=True,  # an interruptible tool on a unix socket asks for the cancel doorbell
     )
     await fake_sidecar.arun(peer.send(attached=attached("exec-42")))
     run = await asyncio.wait_for(opening, WAIT_S)

@@ -10,12 +10,17 @@ ADDRESS_ENV = "INTERRUPT_SIDECAR_ADDRESS"
 TOKEN_ENV = "INTERRUPT_SIDECAR_TOKEN"
 #: The coordinator credential a daemon's TCP listener requires (agents, not tools).
 AUTH_TOKEN_ENV = "INTERRUPT_SIDECAR_AUTH_TOKEN"
+#: ``0`` (or ``false``, ``no``, ``off``): never ask the daemon for the cancel doorbell.
+DOORBELL_ENV = "INTERRUPT_SIDECAR_DOORBELL"
+_OFF = frozenset({"0", "false", "no", "off"})
 
 
 @dataclass(frozen=True, slots=True)
 class ToolConfig:
     address: str
     token: str
+    #: Ask for the cancel doorbell (the daemon only grants it to tools that receive cancels).
+    doorbell: bool = False
 
 
 def _env(name: str) -> str | None:
@@ -40,7 +45,28 @@ def resolve_address(address: str | None) -> str:
     return _env(ADDRESS_ENV) or default_address()
 
 
-def resolve_tool(address: str | None, token: str | None) -> ToolConfig | None:
+def is_unix_address(address: str) -> bool:
+    """True for a ``unix:`` target (``unix:///abs/path`` or ``unix:/abs/path``)."""
+    return address.startswith("unix:")
+
+
+def resolve_doorbell(doorbell: bool | None, address: str) -> bool:
+    """Whether to ask for the cancel doorbell: never unless ``address`` is a unix socket; then the
+    argument, else ``INTERRUPT_SIDECAR_DOORBELL`` (``0``, ``false``, ``no``, ``off``: no), else yes.
+
+    The doorbell is a unix socket path on the daemon's host. Only a ``unix:`` address says
+    the daemon is on this host: over TCP the path could name nothing here, or some other
+    daemon's socket.
+    """
+    if not is_unix_address(address):
+        return False
+    if doorbell is not None:
+        return doorbell
+    value = _env(DOORBELL_ENV)
+    return value is None or value.lower() not in _OFF
+
+
+def resolve_tool(address: str | None, token: str | None, doorbell: bool | None = None) -> ToolConfig | None:
     """The attach configuration of a tool, or None when no sidecar is configured (no-op mode).
 
     The token is what makes a process a tool of some execution: without one the tool runs
@@ -50,7 +76,8 @@ def resolve_tool(address: str | None, token: str | None) -> ToolConfig | None:
     resolved_token = token if token is not None else _env(TOKEN_ENV)
     if resolved_token is None:
         return None
-    return ToolConfig(resolve_address(address), resolved_token)
+    resolved_address = resolve_address(address)
+    return ToolConfig(resolved_address, resolved_token, resolve_doorbell(doorbell, resolved_address))
 
 
 #: Channel options: ping an idle connection every 5 s and give up after 5 s more, so a

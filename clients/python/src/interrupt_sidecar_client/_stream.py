@@ -5,6 +5,10 @@ block it: cancels trip the signal (whose listeners must be quick), run_terminato
 to the :class:`TerminatorRunner`, and answers resolve futures. Writes from the
 registrar, the runner and the unwind are serialized by one lock (gRPC allows a single
 outstanding write per call).
+
+When ``attached`` grants a cancel doorbell (see ``_doorbell``), the stream also opens it:
+the cancel is then taken from whichever of the two brings it first, and the other copy is
+dropped, so ``on_cancel`` runs once. The doorbell is closed with the stream.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Literal
 import grpc
 from interrupt.v1 import interrupt_pb2, interrupt_pb2_grpc
 
+from interrupt_sidecar_client._doorbell import DoorbellClient
 from interrupt_sidecar_client._errors import (
     ConnectionLost,
     DeadlineExceeded,
@@ -33,6 +38,8 @@ from interrupt_sidecar_client._types import Cancellation, ToolOutcome, cancellat
 log = logging.getLogger(__name__)
 
 _Answer = Literal["registered", "unregistered"]
+#: Which way a cancel reached the tool.
+CancelPath = Literal["stream", "doorbell"]
 _Call = grpc.aio.StreamStreamCall[interrupt_pb2.ToolMessage, interrupt_pb2.SidecarMessage]
 
 
@@ -70,10 +77,25 @@ class ToolStream:
         self._write_failed = False
         self._on_cancel: Callable[[Cancellation], object] = lambda _: None
         self._on_run_terminator: Callable[[str], None] = lambda _: None
+        # The doorbell granted in attached (opened by start), and which way the cancel came:
+        # once set, a cancel arriving the other way is the same one again and is dropped.
+        self._doorbell_grant: interrupt_pb2.Doorbell | None = None
+        self._doorbell: DoorbellClient | None = None
+        self._cancel_path: CancelPath | None = None
 
     @property
     def ended(self) -> bool:
         return self._ended.is_set()
+
+    @property
+    def doorbell(self) -> DoorbellClient | None:
+        """The doorbell connection, once opened (None when none was granted or it was not needed)."""
+        return self._doorbell
+
+    @property
+    def cancel_path(self) -> CancelPath | None:
+        """How the cancel reached this tool first (None while it has not)."""
+        return self._cancel_path
 
     # -- handshake -----------------------------------------------------------------
 
@@ -92,6 +114,8 @@ class ToolStream:
                 first = await self._read_handshake(call)
                 if first.WhichOneof("message") != "attached":
                     raise self._refusal(first)
+                if first.attached.HasField("doorbell"):
+                    self._doorbell_grant = first.attached.doorbell
                 cancel: Cancellation | None = None
                 if first.attached.cancelled and expect_cancel:
                     # The daemon sends the cancel right after attached for an interruptible
@@ -99,6 +123,9 @@ class ToolStream:
                     second = await self._read_handshake(call)
                     if second.WhichOneof("message") == "cancel":
                         cancel = cancellation_from_pb(second.cancel)
+                        # The caller trips its signal with it: the doorbell would only
+                        # ring the same cancel again, so start() does not open it.
+                        self._cancel_path = "stream"
                     else:
                         self._early.append(second)
                 return Handshake(first.attached, cancel)
@@ -130,13 +157,39 @@ class ToolStream:
     # -- reading ---------------------------------------------------------------------
 
     def start(self, *, on_cancel: Callable[[Cancellation], object], on_run_terminator: Callable[[str], None]) -> None:
-        """Start the reader. ``on_cancel`` and ``on_run_terminator`` run on the loop, must not block."""
+        """Start the reader, and open the doorbell if one was granted.
+
+        ``on_cancel`` and ``on_run_terminator`` run on the loop, must not block.
+        ``on_cancel`` runs at most once, whichever way the cancel comes.
+        """
         self._on_cancel = on_cancel
         self._on_run_terminator = on_run_terminator
         for message in self._early:
             self._dispatch(message)
         self._early.clear()
+        grant = self._doorbell_grant
+        if grant is not None and self._cancel_path is None:
+            if grant.path and grant.token:
+                # Before the reader: its connect task runs first, so the doorbell is ready
+                # as early as it can be.
+                self._doorbell = DoorbellClient(grant, self._cancel_from_doorbell)
+                self._doorbell.open()
+            else:
+                log.debug("ignoring an incomplete cancel doorbell grant: %r", grant)
         self._reader = asyncio.get_running_loop().create_task(self._read_loop(), name="interrupt-sidecar reader")
+
+    def _cancel_from_doorbell(self, cancellation: Cancellation) -> None:
+        self._take_cancel(cancellation, "doorbell")
+
+    def _take_cancel(self, cancellation: Cancellation, path: CancelPath) -> None:
+        """Hand the first cancel to ``on_cancel``; the copy that comes the other way is dropped."""
+        if self._cancel_path is not None:
+            log.debug("dropping the %s's copy of the cancel (the %s brought it first)", path, self._cancel_path)
+            return
+        self._cancel_path = path
+        if path == "stream" and self._doorbell is not None:
+            self._doorbell.close()  # it can only ring what the stream has just said
+        self._on_cancel(cancellation)
 
     async def _read_loop(self) -> None:
         assert self._call is not None
@@ -162,12 +215,15 @@ class ToolStream:
         finally:
             self._end_error = error or ConnectionLost("the tool's stream to the sidecar has ended")
             self._ended.set()
+            if self._doorbell is not None:
+                # The daemon hangs up the doorbell when the stream ends: it can no longer ring.
+                self._doorbell.close()
             self._fail_pending(self._end_error)
 
     def _dispatch(self, message: interrupt_pb2.SidecarMessage) -> None:
         kind = message.WhichOneof("message")
         if kind == "cancel":
-            self._on_cancel(cancellation_from_pb(message.cancel))
+            self._take_cancel(cancellation_from_pb(message.cancel), "stream")
         elif kind == "run_terminator":
             self._on_run_terminator(message.run_terminator.terminator_id)
         elif kind == "terminator_registered":
@@ -305,10 +361,12 @@ class ToolStream:
             await self.close()
 
     async def close(self) -> None:
-        """Drop the stream and the channel. Idempotent."""
+        """Drop the stream, the doorbell and the channel. Idempotent."""
         self._finishing = True
         if self._call is not None:
             self._call.cancel()
+        if self._doorbell is not None:
+            self._doorbell.close()
         if self._reader is not None and not self._reader.done():
             self._reader.cancel()
             try:
@@ -317,5 +375,7 @@ class ToolStream:
                 current = asyncio.current_task()
                 if current is not None and current.cancelling():
                     raise
+        if self._doorbell is not None:
+            await self._doorbell.aclose()  # its connect task, if still running, is over after this
         self._fail_pending(ConnectionLost("the tool's stream to the sidecar was closed"))
         await self._channel.close()

@@ -248,6 +248,7 @@ def attach(
     pid: int | None = None,
     timeout: float | None = 10.0,
     interrupt_worker: bool = True,
+    doorbell: bool | None = None,
 ) -> ToolRun:
     """Attach this tool run to its execution: ``with attach(behavior=...) as run:`` (blocking API).
 
@@ -256,6 +257,12 @@ def attach(
     Without a token the run is *no-op*: ``run.signal`` is :data:`NOOP_SIGNAL`, the registrar
     accepts what the behaviour allows and never runs it, and the tool runs unchanged.
     With ``source=`` the run follows an in-process :class:`CancellationSource` (tests).
+
+    Over a ``unix:`` address an interruptible run also asks for the *cancel doorbell*, a
+    unix socket on which the daemon writes the cancel before the stream's copy arrives; the
+    signal trips on whichever comes first, once. ``doorbell=False`` (or
+    ``INTERRUPT_SIDECAR_DOORBELL=0`` when ``doorbell`` is None) takes the cancel from the
+    stream only.
 
     THREAD_INTERRUPT (with ``interrupt_worker=True``): at the trip the thread that entered
     the ``with`` block is interrupted and the block raises :class:`CancelledExecution`:
@@ -284,6 +291,7 @@ def attach(
             pid=pid,
             timeout=timeout,
             interrupt_worker=interrupt_worker,
+            doorbell=doorbell,
         )
     )
     return ToolRun(core, loop, interrupt_worker=interrupt_worker)

@@ -212,6 +212,7 @@ async def open_run(
     pid: int | None,
     timeout: float | None,
     interrupt_worker: bool,
+    doorbell: bool | None = None,
 ) -> AsyncToolRun:
     """Attach (or set up a local run). Runs on the loop the run will live on."""
     behavior = InterruptBehavior(behavior)
@@ -219,7 +220,7 @@ async def open_run(
         if address is not None or token is not None:
             raise ValueError("pass either source= (an in-process signal) or address=/token= (a sidecar), not both")
         return _local_run(source.signal, source.grace, behavior, interrupt_worker)
-    config = resolve_tool(address, token)
+    config = resolve_tool(address, token, doorbell)
     if config is None:
         return _local_run(NOOP_SIGNAL, None, behavior, interrupt_worker)
 
@@ -231,6 +232,8 @@ async def open_run(
         tool_call_id=tool_call_id,
         behavior=behavior_to_pb(behavior),
         pid=pid if pid is not None else os.getpid(),
+        # The daemon only rings for tools it sends the cancel to.
+        doorbell=config.doorbell and behavior.receives_cancel,
     )
     try:
         handshake = await stream.handshake(hello, timeout=timeout, expect_cancel=behavior.receives_cancel)
@@ -316,6 +319,7 @@ def attach(
     pid: int | None = None,
     timeout: float | None = 10.0,
     interrupt_worker: bool = True,
+    doorbell: bool | None = None,
 ) -> _AttachContext:
     """Attach this tool run to its execution: ``async with aio.attach(behavior=...) as run:``.
 
@@ -324,6 +328,12 @@ def attach(
     Without a token the run is *no-op*: ``run.signal`` is :data:`NOOP_SIGNAL`, the registrar
     accepts what the behaviour allows and never runs it, and the tool runs unchanged.
     With ``source=`` the run follows an in-process :class:`CancellationSource` (tests).
+
+    Over a ``unix:`` address an interruptible run also asks for the *cancel doorbell*, a
+    unix socket on which the daemon writes the cancel before the stream's copy arrives; the
+    signal trips on whichever comes first, once. ``doorbell=False`` (or
+    ``INTERRUPT_SIDECAR_DOORBELL=0`` when ``doorbell`` is None) takes the cancel from the
+    stream only.
 
     THREAD_INTERRUPT (with ``interrupt_worker=True``): at the trip, the task that entered
     the ``async with`` block is cancelled; the block then raises :class:`CancelledExecution`
@@ -347,6 +357,7 @@ def attach(
             pid=pid,
             timeout=timeout,
             interrupt_worker=interrupt_worker,
+            doorbell=doorbell,
         )
 
     return _AttachContext(opener)
