@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import logging
 import os
 import secrets
@@ -134,17 +133,11 @@ class DoorbellListener:
     def start(self) -> None:
         """Bind and listen (owner-only from the first instant, like the gRPC socket).
 
-        Raises OSError when the path cannot be bound; a stale socket file (nobody listening)
-        is replaced, a live one is not.
+        The path's directory must exist and the path be free: the server prepares it as it
+        does the gRPC socket's (owner-only directory, a stale socket file removed, a live
+        one refused). Raises OSError when it cannot bind.
         """
         loop = asyncio.get_running_loop()
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if self.path.exists() or self.path.is_symlink():
-            if not stat.S_ISSOCK(self.path.lstat().st_mode):
-                raise OSError(errno.EEXIST, f"{self.path} exists and is not a socket")
-            if _answers(self.path):
-                raise OSError(errno.EADDRINUSE, f"another process is serving on {self.path}")
-            self.path.unlink()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old_umask = os.umask(0o177)
         try:
@@ -239,15 +232,3 @@ class DoorbellListener:
     def _drop_pending(self, fd: int) -> None:
         if fd in self._pending:
             self._take_pending(fd).close()
-
-
-def _answers(path: Path) -> bool:
-    """Whether something accepts connections on the unix socket ``path``."""
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.connect(str(path))
-    except OSError:
-        return False
-    finally:
-        probe.close()
-    return True
