@@ -184,6 +184,12 @@ def markdown(results: dict[str, Any]) -> str:
                 + "."
                 if d
                 else ""
+            )
+            + (
+                f" With the doorbell ({b['delivery']}) p50 {b['delivery_p50']:.2f} ms: **{b['ratio_p50']:.0f}× lower** "
+                f"(p99: {b['ratio_p99']:.0f}×)."
+                if (b := results.get("derived", {}).get("poller_vs_doorbell"))
+                else ""
             ),
             "",
         ]
@@ -233,6 +239,15 @@ def derive(results: dict[str, Any]) -> None:
                 },
             }
         }
+        if "daemon_doorbell" in f["delivery"][pick]:
+            bell = f["delivery"][pick]["daemon_doorbell"]
+            results["derived"]["poller_vs_doorbell"] = {
+                "delivery": f"{pick} (doorbell)",
+                "delivery_p50": bell["p50"],
+                "poller_p50": poll["p50"],
+                "ratio_p50": poll["p50"] / bell["p50"],
+                "ratio_p99": poll["p99"] / bell["p99"],
+            }
 
 
 def write(results: dict[str, Any], out: Path) -> tuple[Path, Path]:
