@@ -38,9 +38,13 @@ log = logging.getLogger(__name__)
 TOKEN_LENGTH = 32
 #: A connection that has not written its token by then is closed.
 TOKEN_TIMEOUT_S = 5.0
-#: Connections still owing their token; beyond this, new ones are closed at once so
-#: nobody can pin the daemon's descriptors by connecting and staying silent.
-MAX_PENDING = 256
+#: Connections still owing their token. At this many the listener stops accepting until
+#: one is done: later ones wait in the kernel's backlog rather than being refused (a burst of
+#: thousands of tools attaching at once is normal), and a silent connection holds its slot
+#: for TOKEN_TIMEOUT_S at most, so nobody can pin the daemon's descriptors.
+MAX_PENDING = 1024
+#: How long accepting pauses when the daemon is out of descriptors.
+_EMFILE_PAUSE_S = 0.1
 _LENGTH = struct.Struct(">I")
 
 
@@ -124,6 +128,8 @@ class DoorbellListener:
         self._pending: dict[int, tuple[socket.socket, bytearray, asyncio.TimerHandle]] = {}
         self._sock: socket.socket | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: Whether the listening socket is watched (off at the pending cap, or out of fds).
+        self.accepting = False
 
     @property
     def open_lines(self) -> int:
@@ -148,10 +154,10 @@ class DoorbellListener:
         finally:
             os.umask(old_umask)
         os.chmod(self.path, stat.S_IRUSR | stat.S_IWUSR)
-        sock.listen(1024)
+        sock.listen(socket.SOMAXCONN)
         sock.setblocking(False)
         self._sock, self._loop = sock, loop
-        loop.add_reader(sock.fileno(), self._accept)
+        self._set_accepting(True)
 
     def line(self, on_rung: Callable[[], None] = lambda: None) -> DoorbellLine:
         """A new line with a fresh one-time token; ``on_rung`` is called once its frame is written."""
@@ -163,7 +169,7 @@ class DoorbellListener:
     def close(self) -> None:
         """Stop listening, hang up on every connection and remove the socket file."""
         if self._sock is not None and self._loop is not None:
-            self._loop.remove_reader(self._sock.fileno())
+            self._set_accepting(False)
             self._sock.close()
             self._sock = None
             with contextlib.suppress(FileNotFoundError):
@@ -178,25 +184,36 @@ class DoorbellListener:
     def _withdraw(self, token: str) -> None:
         self._lines.pop(token, None)
 
+    def _set_accepting(self, on: bool) -> None:
+        if self._sock is None or self._loop is None or on == self.accepting:
+            return
+        if on:
+            self._loop.add_reader(self._sock.fileno(), self._accept)
+        else:
+            self._loop.remove_reader(self._sock.fileno())
+        self.accepting = on
+
     def _accept(self) -> None:
         assert self._sock is not None and self._loop is not None
-        while True:
+        while len(self._pending) < MAX_PENDING:
             try:
                 conn, _ = self._sock.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as err:
-                # Out of descriptors, most likely: the connection waits in the backlog.
-                log.warning("doorbell: accept failed: %s", err)
+                # Out of descriptors, most likely. The listening socket stays readable while
+                # connections wait, so keep watching it and the loop would spin: pause.
+                log.warning("doorbell: accept failed (%s); pausing %.1fs", err, _EMFILE_PAUSE_S)
+                self._set_accepting(False)
+                self._loop.call_later(_EMFILE_PAUSE_S, self._set_accepting, True)
                 return
-            if len(self._pending) >= MAX_PENDING:
-                conn.close()
-                continue
             conn.setblocking(False)
             fd = conn.fileno()
             timer = self._loop.call_later(TOKEN_TIMEOUT_S, self._drop_pending, fd)
             self._pending[fd] = (conn, bytearray(), timer)
             self._loop.add_reader(fd, self._read_token, fd)
+            self._read_token(fd)  # the tool writes its token on connect: usually it is here already
+        self._set_accepting(False)  # at the cap: the rest wait in the backlog for a free slot
 
     def _read_token(self, fd: int) -> None:
         entry = self._pending.get(fd)
@@ -227,6 +244,8 @@ class DoorbellListener:
         conn, _, timer = self._pending.pop(fd)
         timer.cancel()
         self._loop.remove_reader(fd)
+        if not self.accepting and len(self._pending) < MAX_PENDING:
+            self._set_accepting(True)  # a slot is free (no-op once the listener is closed)
         return conn
 
     def _drop_pending(self, fd: int) -> None:

@@ -368,19 +368,24 @@ async def test_a_silent_connection_is_closed_after_the_token_timeout(
     assert listener.open_lines == 1  # the line itself waits for its tool
 
 
-async def test_connections_owing_a_token_are_capped(
+async def test_at_the_pending_cap_new_connections_wait_rather_than_being_refused(
     listener: DoorbellListener, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(doorbell_module, "MAX_PENDING", 2)
-    # Far beyond the read below: only the cap can close the third connection in time.
-    monkeypatch.setattr(doorbell_module, "TOKEN_TIMEOUT_S", 600.0)
+    monkeypatch.setattr(doorbell_module, "TOKEN_TIMEOUT_S", 600.0)  # only a hang-up frees a slot here
     silent = [await asyncio.open_unix_connection(str(listener.path)) for _ in range(2)]
     await eventually(lambda: len(listener._pending) == 2)
-    reader, writer = await asyncio.open_unix_connection(str(listener.path))
-    assert await Bell(reader, writer).hung_up()  # closed at once, not after the token timeout
-    writer.close()
-    for _, w in silent:
-        w.close()
+    assert not listener.accepting  # at the cap: the listening socket is no longer watched
+    line = listener.line()
+    waiting = await Bell.connect(str(listener.path), line.token)  # sits in the kernel's backlog
+    assert not line.claimed and len(listener._pending) == 2
+    silent[0][1].close()  # one silent connection leaves: its slot goes to the waiting one
+    await eventually(lambda: line.claimed)
+    line.ring(_frame())
+    assert (await waiting.cancel()).detail == "x"
+    waiting.close()
+    silent[1][1].close()
+    await eventually(lambda: listener.accepting and not listener._pending)
 
 
 async def test_closing_the_listener_hangs_up_on_everyone(tmp_short: Path) -> None:
