@@ -9,6 +9,10 @@ server (the same grpcio) with three generic bytes methods:
 * ``/bench.Floor/Trip`` (unary): pushes one pre-serialized ``Cancel`` message to every
   stream opened with that key, then answers.
 * ``/bench.Floor/Echo`` (unary): answers its request.
+* ``/bench.Floor/Kill`` (unary): the request is ``b"PGID GRACE_MS"``; the handler stamps
+  CLOCK_MONOTONIC, sends SIGTERM to the group (SIGKILL from a loop timer ``GRACE_MS``
+  later if any member is left) and answers the stamp: the kill part's floor with the
+  same gRPC call in its path as the daemon's ``Interrupt``.
 
 ``python -m bench.floor raw --listen unix://PATH``: the floor without gRPC, a raw asyncio
 unix-socket server. A ``P<key>\\n`` line on a connection makes it a push connection for
@@ -20,9 +24,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
 import signal
 import struct
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
@@ -81,6 +88,18 @@ class GrpcFloor:
     async def echo(self, request: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
         return request
 
+    async def kill(self, request: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
+        handled = time.monotonic_ns()
+        pgid, grace_ms = (int(x) for x in request.split())
+        os.killpg(pgid, signal.SIGTERM)
+        asyncio.get_running_loop().call_later(grace_ms / 1e3, _kill_rest, pgid)
+        return str(handled).encode()
+
+
+def _kill_rest(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # the group is gone: the usual case
+        os.killpg(pgid, signal.SIGKILL)
+
 
 async def serve_grpc(listen: list[str]) -> None:
     floor = GrpcFloor()
@@ -91,6 +110,7 @@ async def serve_grpc(listen: list[str]) -> None:
             "Attach": grpc.stream_stream_rpc_method_handler(floor.attach),
             "Trip": grpc.unary_unary_rpc_method_handler(floor.trip),
             "Echo": grpc.unary_unary_rpc_method_handler(floor.echo),
+            "Kill": grpc.unary_unary_rpc_method_handler(floor.kill),
         },
     )
     server.add_generic_rpc_handlers((handler,))

@@ -1,10 +1,10 @@
 """The kill part's own process: ``python -m bench.killworker --address A --daemon-pid P``.
 
-It makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``), so every process of every
-tree it starts, grandchildren included, is reaped here by one thread blocked in
-``waitpid(-1)``, which stamps each reap on CLOCK_MONOTONIC and CLOCK_REALTIME. A tree is
-*gone* when its last member is reaped; the daemon and the floor are timed to that same
-moment. Trees (each in a new process group, started with ``posix_spawn``):
+Its trees are started by ``bench.reaper``, a child subreaper in a process of its own, so
+every process of every tree, grandchildren included, is reaped there by one thread blocked
+in ``waitpid(-1)``, which stamps each reap on CLOCK_MONOTONIC and CLOCK_REALTIME (shared
+with this process and the daemon). A tree is *gone* when its last member is reaped; the
+daemon and the floors are timed to that same moment. Trees (each in a new process group, started with ``posix_spawn``):
 
 * ``polite``: ``sleep`` (dies of SIGTERM);
 * ``ignores_term``: ``sh -c "trap '' TERM; exec sleep"`` (SIGTERM ignored; only SIGKILL);
@@ -12,20 +12,21 @@ moment. Trees (each in a new process group, started with ``posix_spawn``):
 
 For each: the daemon (a tool attached EXTERNALLY_TERMINATED with the raw stubs registers
 the group; ``Interrupt`` → reaped), the floor (``os.killpg`` → reaped; for
-``ignores_term``: SIGTERM, then SIGKILL from a loop timer at the grace) and a pidfd floor
-(``os.killpg`` → every member's pidfd readable). Prints one JSON object on stdout.
+``ignores_term``: SIGTERM, then SIGKILL from a loop timer at the grace), a pidfd floor
+(``os.killpg`` → every member's pidfd readable) and, with ``--floor-address``, the gRPC
+floor: a bare grpc.aio server's unary ``Kill`` → reaped, with its call → handler time,
+which is the delivery a kill through a gRPC call cannot avoid in these same conditions
+(a daemon idle while the tree starts). Prints one JSON object on stdout.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import ctypes
 import json
 import os
 import signal
 import sys
-import threading
 import time
 from typing import Any
 
@@ -37,7 +38,6 @@ from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 from bench.clients import RECV_TIMEOUT_S, _Outgoing, channel
 from bench.procs import cpu_seconds
 
-PR_SET_CHILD_SUBREAPER = 36
 TREES: dict[str, list[str]] = {
     "polite": ["/bin/sleep", "1000"],
     "ignores_term": ["/bin/sh", "-c", "trap '' TERM; exec /bin/sleep 1000"],
@@ -51,27 +51,46 @@ SIZES = {"polite": 1, "ignores_term": 1, "tree10": 10}
 
 
 class Reaper:
-    """One thread reaping every child and orphan; gone-ness is checked against its log."""
+    """The client of ``bench.reaper``: starts trees there and learns when each member is reaped."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
         self.reaped: dict[int, tuple[int, int]] = {}
-        self.children = threading.Semaphore(0)
         self.waiters: list[tuple[set[int], asyncio.Future[None]]] = []
-        threading.Thread(target=self._run, daemon=True).start()
+        self.spawned: asyncio.Queue[int] = asyncio.Queue()
+        #: Whether the reaping thread runs at a real-time priority (known after its first line).
+        self.realtime: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self.reader = asyncio.ensure_future(self._read())
 
-    def spawned(self) -> None:
-        self.children.release()
+    @classmethod
+    async def start(cls) -> Reaper:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bench.reaper", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+        )
+        return cls(process)
 
-    def _run(self) -> None:
-        while True:
-            try:
-                pid, _ = os.waitpid(-1, 0)
-            except ChildProcessError:
-                self.children.acquire(timeout=0.05)
-                continue
-            stamp = (time.monotonic_ns(), time.time_ns())
-            self.loop.call_soon_threadsafe(self._note, pid, stamp)
+    async def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        await asyncio.wait_for(self.process.wait(), 10)
+        self.reader.cancel()
+
+    async def _read(self) -> None:
+        assert self.process.stdout is not None
+        while line := await self.process.stdout.readline():
+            kind, *fields = line.split()
+            if kind == b"spawned":
+                self.spawned.put_nowait(int(fields[0]))
+            elif kind == b"reaped":
+                self._note(int(fields[0]), (int(fields[1]), int(fields[2])))
+            elif kind == b"realtime":
+                self.realtime.set_result(fields[0] == b"1")
+
+    async def spawn(self, argv: list[str]) -> int:
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"spawn {json.dumps(argv)}\n".encode())
+        await self.process.stdin.drain()
+        return await asyncio.wait_for(self.spawned.get(), 10)
 
     def _note(self, pid: int, stamp: tuple[int, int]) -> None:
         self.reaped[pid] = stamp
@@ -83,7 +102,7 @@ class Reaper:
     async def gone(self, pids: set[int]) -> tuple[int, int]:
         """(monotonic, wall) ns at which the last of ``pids`` was reaped."""
         if not pids <= self.reaped.keys():
-            fut: asyncio.Future[None] = self.loop.create_future()
+            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self.waiters.append((pids, fut))
             await asyncio.wait_for(fut, 30)
         last = max(pids, key=lambda p: self.reaped[p][0])
@@ -125,9 +144,7 @@ def _ignores_term(pid: int) -> bool:
 
 async def spawn(kind: str, reaper: Reaper) -> tuple[int, set[int]]:
     """Start a tree and wait until every member runs its final program; (pgid, pids)."""
-    argv = TREES[kind]
-    pid = os.posix_spawn(argv[0], argv, os.environ, setpgroup=0)  # noqa: ASYNC221 (returns at once)
-    reaper.spawned()
+    pid = await reaper.spawn(TREES[kind])
     deadline = time.monotonic() + 10
     while True:
         members = set()
@@ -197,6 +214,26 @@ class DaemonKill:
         return result
 
 
+class GrpcFloorKill:
+    """``bench.floor grpc``'s ``Kill``: the killpg floor with a gRPC unary call before it."""
+
+    def __init__(self, address: str, grace_ms: int) -> None:
+        self.channel = channel(address)
+        self.echo: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = self.channel.unary_unary("/bench.Floor/Echo")
+        self.kill: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = self.channel.unary_unary("/bench.Floor/Kill")
+        self.grace_ms = grace_ms
+
+    async def trial(self, kind: str, reaper: Reaper) -> dict[str, float]:
+        pgid, pids = await spawn(kind, reaper)
+        # One call right before, as the daemon's trial has its RegisterTerminator answered
+        # right before its Interrupt.
+        await self.echo(b"")
+        fired = time.monotonic_ns()
+        handled = int(await self.kill(f"{pgid} {self.grace_ms}".encode()))
+        gone_mono, _ = await reaper.gone(pids)
+        return {"trip_to_reaped": (gone_mono - fired) / 1e6, "call_to_handler": (handled - fired) / 1e6}
+
+
 async def floor_trial(kind: str, reaper: Reaper, grace_ms: int) -> dict[str, float]:
     """Bare ``killpg`` → reaped, and ``killpg`` → every member's pidfd readable."""
     loop = asyncio.get_running_loop()
@@ -225,27 +262,40 @@ async def floor_trial(kind: str, reaper: Reaper, grace_ms: int) -> dict[str, flo
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
-    loop = asyncio.get_running_loop()
-    reaper = Reaper(loop)
+    reaper = await Reaper.start()
     daemon = DaemonKill(args.address, args.grace_ms)
+    grpc_floor = GrpcFloorKill(args.floor_address, args.grace_ms) if args.floor_address else None
     kinds: list[str] = args.kinds
-    out: dict[str, Any] = {k: {"daemon": [], "floor": [], "daemon_cpu_s": [], "trials": args.trials} for k in kinds}
+    out: dict[str, Any] = {
+        k: {"daemon": [], "floor": [], "grpc_floor": [], "daemon_cpu_s": [], "trials": args.trials} for k in kinds
+    }
+    out["reaper_realtime"] = await asyncio.wait_for(reaper.realtime, 10)
     for r in range(args.repeats):
         for kind in kinds:
             warm = 3 if r == 0 else 0
             for _ in range(warm):
                 await daemon.trial(kind, reaper)
                 await floor_trial(kind, reaper, args.grace_ms)
-            rows_d, rows_f = [], []
+                if grpc_floor and kind != "ignores_term":
+                    await grpc_floor.trial(kind, reaper)
+            rows_d, rows_f, rows_g = [], [], []
             cpu0 = cpu_seconds(args.daemon_pid)
             for _ in range(args.trials):
                 rows_d.append(await daemon.trial(kind, reaper))
             out[kind]["daemon_cpu_s"].append((cpu_seconds(args.daemon_pid) - cpu0) / args.trials)
             for _ in range(args.trials):
                 rows_f.append(await floor_trial(kind, reaper, args.grace_ms))
+            # SIGKILL after the grace is the floor's own timer: no gRPC floor for that one.
+            if grpc_floor and kind != "ignores_term":
+                for _ in range(args.trials):
+                    rows_g.append(await grpc_floor.trial(kind, reaper))
+                out[kind]["grpc_floor"].append(rows_g)
             out[kind]["daemon"].append(rows_d)
             out[kind]["floor"].append(rows_f)
     await daemon.channel.close()
+    if grpc_floor:
+        await grpc_floor.channel.close()
+    await reaper.close()
     return out
 
 
@@ -253,14 +303,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.killworker")
     parser.add_argument("--address", required=True)
     parser.add_argument("--daemon-pid", type=int, required=True)
+    parser.add_argument("--floor-address", help="a `bench.floor grpc` server for the gRPC kill floor")
     parser.add_argument("--trials", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--grace-ms", type=int, default=100)
     parser.add_argument("--kinds", nargs="+", default=list(TREES))
     args = parser.parse_args(argv)
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
     result = asyncio.run(main_async(args))
     sys.stdout.write(json.dumps(result) + "\n")
     return 0

@@ -91,13 +91,17 @@ def draw(ctx: Context, results: dict[str, Any], out: Path) -> list[str]:
         fig, axes = plt.subplots(1, len(kinds), figsize=(4.2 * len(kinds), 3.6), squeeze=False)
         for ax, kind in zip(axes[0], kinds, strict=True):
             boxes: list[list[float]] = [s[f"kill {kind} daemon"], s[f"kill {kind} floor"]]
+            labels = ["daemon", "killpg floor"]
+            if f"kill {kind} grpc_floor" in s:
+                boxes.append(s[f"kill {kind} grpc_floor"])
+                labels.append("gRPC call +\nkillpg floor")
             if kind == "ignores_term":
                 grace = f["kill"]["grace_ms"]
                 boxes = [[x - grace for x in d] for d in boxes]
                 ax.set_ylabel("ms after grace expiry")
             else:
                 ax.set_ylabel("trip → reaped (ms)")
-            ax.boxplot(boxes, tick_labels=["daemon", "killpg floor"], whis=(1, 99), showfliers=True)
+            ax.boxplot(boxes, tick_labels=labels, whis=(1, 99), showfliers=True)
             ax.set_title(kind, fontsize=9)
             ax.grid(alpha=0.3)
         fig.suptitle("Kill latency (whiskers p1–p99)", fontsize=10)

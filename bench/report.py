@@ -111,16 +111,23 @@ def markdown(results: dict[str, Any]) -> str:
         lines += [
             f"## 4. Kill (trip → every process of the tree reaped; grace {k['grace_ms']} ms, {k['loop']})",
             "",
-            "| tree | daemon | bare killpg + waitpid | ratio | killpg + pidfd | daemon-reported gone "
-            "| cancel to the tool | daemon CPU/kill |",
-            "|---|---|---|---|---|---|---|---|",
+            "| tree | daemon | bare killpg + waitpid | ratio | killpg + pidfd | gRPC call + killpg "
+            "| its call → handler | ratio to it | daemon-reported gone | cancel to the tool | daemon CPU/kill |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for kind in ("polite", "tree10", "ignores_term"):
             e = k.get(kind)
             if e:
                 lines.append(
                     f"| {kind} | {_q(e['daemon'])} | {_q(e['floor_killpg_waitpid'])} | {_r(e['ratio_to_floor'])} | "
-                    f"{_q(e['floor_killpg_pidfd'])} | {_q(e['daemon_reported_gone'])} | "
+                    f"{_q(e['floor_killpg_pidfd'])} | "
+                    + (
+                        f"{_q(e['floor_grpc_killpg'])} | {_q(e['floor_grpc_call_to_handler'])} | "
+                        f"{_r(e['ratio_to_grpc_floor'])} | "
+                        if "floor_grpc_killpg" in e
+                        else "— | — | — | "
+                    )
+                    + f"{_q(e['daemon_reported_gone'])} | "
                     f"{_q(e['daemon_cancel_to_tool']) if 'daemon_cancel_to_tool' in e else '—'} | "
                     f"{e['daemon_cpu_ms_per_kill']:.2f} ms |"
                 )

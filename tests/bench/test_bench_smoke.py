@@ -87,6 +87,13 @@ def check_kill(k: dict[str, Any]) -> None:
         for name in ("daemon", "floor_killpg_waitpid", "floor_killpg_pidfd", "daemon_reported_gone"):
             check_latency(e[name], f"kill {kind} {name}")
         check_ratio(e["ratio_to_floor"], e["daemon"], e["floor_killpg_waitpid"], kind)
+        if kind != "ignores_term":  # the gRPC floor kills with SIGTERM only
+            check_latency(e["floor_grpc_killpg"], f"kill {kind} gRPC floor")
+            check_latency(e["floor_grpc_call_to_handler"], f"kill {kind} gRPC floor call")
+            check_ratio(e["ratio_to_grpc_floor"], e["daemon"], e["floor_grpc_killpg"], kind)
+            # The handler runs before the kill it does can have reaped anything.
+            assert e["floor_grpc_call_to_handler"]["min"] < e["floor_grpc_killpg"]["min"], kind
+    assert isinstance(k["reaper_realtime"], bool)
     # A SIGTERM-ignoring process lives at least the grace, and is reaped after its expiry.
     assert k["ignores_term"]["daemon"]["min"] >= k["grace_ms"] * 0.9
     assert k["ignores_term"]["daemon_sigkill_after_grace"]["min"] > -5
