@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import pytest
 from google.protobuf.duration_pb2 import Duration
 from interrupt.v1 import interrupt_pb2 as pb
 from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
+from tests.conftest import ROOT
 from tests.daemon.wire import RawTool, Watch, eventually, watch
 
 KITCHEN_SINK = Path(__file__).resolve().parent / "kitchen_sink.py"
@@ -296,3 +298,29 @@ async def trip(
     await stub.Interrupt(pb.InterruptRequest(execution_id=execution_id, reason=pb.INTERRUPT_REASON_USER_SIGINT))
     events = await watcher.until(lambda e: e.WhichOneof("event") in (until, "terminator_failed"))
     return TripRecord(watcher, events)
+
+
+def run_in_private_pid_namespace(scenario: Path, timeout_s: float) -> dict[str, Any]:
+    """Run ``scenario`` as PID 1 of a private PID namespace (its own ``/proc``); its last
+    stdout line is a JSON verdict, returned with the scenario's stderr added."""
+    # --kill-child=SIGTERM: should this test give up, the scenario (PID 1 inside) unwinds
+    # through its cleanup; everything else in the namespace dies with it.
+    argv = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child=SIGTERM", sys.executable, str(scenario)]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
+    except FileNotFoundError:
+        unavailable("unshare(1) is not installed")
+    lines = done.stdout.strip().splitlines()
+    if not lines and "unshare failed" in done.stderr:
+        unavailable(f"unshare is denied here: {done.stderr.strip()}")
+    assert lines, f"no verdict (exit {done.returncode}); stderr:\n{done.stderr}"
+    verdict: dict[str, Any] = json.loads(lines[-1])
+    verdict["stderr"] = done.stderr
+    return verdict
+
+
+def unavailable(why: str) -> None:
+    # CI promises root and unshare: there, not running a namespace test is a failure, not a skip.
+    if os.environ.get("CI"):
+        pytest.fail(f"a private-PID-namespace test cannot run in CI: {why}")
+    pytest.skip(why)

@@ -4,47 +4,19 @@ group dies, its number goes to an unrelated group leader, the trip must not touc
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.termination.support import run_in_private_pid_namespace
 
 SCENARIO = Path(__file__).resolve().parent / "pid_reuse_scenario.py"
 SCENARIO_TIMEOUT_S = 40.0
 
 
-def run_in_private_pid_namespace() -> dict[str, Any]:
-    # --kill-child=SIGTERM: should this test give up, the scenario (PID 1 inside) unwinds
-    # through its cleanup; everything else in the namespace dies with it.
-    argv = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child=SIGTERM", sys.executable, str(SCENARIO)]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=SCENARIO_TIMEOUT_S, cwd=ROOT)
-    except FileNotFoundError:
-        unavailable("unshare(1) is not installed")
-    lines = done.stdout.strip().splitlines()
-    if not lines and "unshare failed" in done.stderr:
-        unavailable(f"unshare is denied here: {done.stderr.strip()}")
-    assert lines, f"no verdict (exit {done.returncode}); stderr:\n{done.stderr}"
-    verdict: dict[str, Any] = json.loads(lines[-1])
-    verdict["stderr"] = done.stderr
-    return verdict
-
-
-def unavailable(why: str) -> None:
-    # CI promises root and unshare: there, not running this test is a failure, not a skip.
-    if os.environ.get("CI"):
-        pytest.fail(f"PID-reuse test cannot run in CI: {why}")
-    pytest.skip(why)
-
-
 @pytest.mark.timeout(SCENARIO_TIMEOUT_S + 10)
 def test_a_recycled_pgid_leader_survives_the_trip_and_the_refusal_is_reported() -> None:
-    verdict = run_in_private_pid_namespace()
+    verdict = run_in_private_pid_namespace(SCENARIO, SCENARIO_TIMEOUT_S)
     assert verdict["error"] is None, verdict["error"]
     checks = verdict["checks"]
     failed = [name for name, ok in checks.items() if not ok]
