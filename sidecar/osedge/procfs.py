@@ -77,17 +77,23 @@ class _PidCursor:
     That field is the PID most recently allocated in the reader's PID namespace (every
     process and thread created in it or below it takes one). PIDs are allocated cyclically,
     so the value comes back only after the whole PID space has been handed out again: at
-    least ``pid_max - 300`` allocations. Allocation takes one global kernel lock, so we
-    count on at most a million per second and trust an unchanged value for
-    ``pid_max / 1e6`` seconds after it was read (33 ms at the 32,768 default, 4.2 s at
-    4,194,304); past that window the caller lists ``/proc`` again.
+    least ``pid_max - 300`` allocations. Each allocation and each release of a PID takes
+    one global kernel spinlock (``pidmap_lock``), and creating a task costs microseconds of
+    a core besides, so we count on at most four million allocations a second (well above
+    what clone() sustains even on large machines) and trust an unchanged value for
+    ``pid_max / 4e6`` seconds after it was read: 8 ms at the 32,768 default, 1 s at
+    4,194,304. Past that window the caller lists ``/proc`` again. So the shortcut serves
+    surveys that follow a listing closely (a kill right after a registration, the rescans
+    while a tree dies, several groups killed by one trip), not a kill long after the last.
 
     Off (``read`` gives None) when ``/proc`` belongs to another PID namespace than ours
-    (``/proc/self`` is not our PID), or when the files cannot be read.
+    (``/proc/self`` is not our PID), or when the files cannot be read. A process allowed to
+    set ``ns_last_pid`` (CAP_SYS_ADMIN over the namespace, for checkpoint/restore) can wind
+    the value back and hide a fork from it.
     """
 
     #: A bound on PID allocations per second (see above).
-    ALLOCATIONS_PER_S = 1_000_000
+    ALLOCATIONS_PER_S = 4_000_000
 
     def __init__(self) -> None:
         self._fd: int | None = None

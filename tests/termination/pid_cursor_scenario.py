@@ -85,6 +85,10 @@ def run(checks: dict[str, bool], facts: dict[str, Any]) -> None:
     checks["pid_1"] = os.getpid() == 1
     table = procfs._table
     checks["cursor_on"] = table._cursor.read() is not None
+    # The window is a safety bound on wrap-around (8 ms at pid_max 32,768): far longer here,
+    # so the steps' own waits cannot expire it; its expiry is checked on its own below.
+    window = table._cursor.window_s
+    table._cursor.window_s = 3600.0
     # procfs calls os.listdir: count its listings of /proc (the real call is still made).
     os.listdir = counting_listdir  # type: ignore[assignment]
 
@@ -141,11 +145,11 @@ def run(checks: dict[str, bool], facts: dict[str, Any]) -> None:
     checks["the_kill_took_the_whole_tree"] = state_of(leader) is None and state_of(escaped) is None
 
     # Past the window an unchanged cursor is not trusted.
-    window = table._cursor.window_s
     table._cursor.window_s = 0.0
     found, listed = scan_counting()
     table._cursor.window_s = window
     checks["past_the_window_the_listing_comes_back"] = listed == 1
+    facts["window_s"] = window
 
     # A nested PID namespace without its own /proc: /proc is ours there, so the cursor is off.
     probe = "from sidecar.osedge.procfs import _PidCursor; print(_PidCursor().read())"
