@@ -6,6 +6,7 @@ import asyncio
 import signal as signal_module
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 from interrupt_sidecar_client import (
@@ -24,6 +25,23 @@ from interrupt_sidecar_client._tool import outcome_for
 from tests.client.support import WAIT_S
 
 pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.fixture(autouse=True)
+def sigint_left_as_found() -> Iterator[None]:
+    """Every test leaves the main thread's SIGINT handler and signal mask as it found them.
+
+    A THREAD_INTERRUPT block installs its own SIGINT handler and some tests block SIGINT;
+    a leak of either makes a later test's Ctrl+C vanish (it hung once in CI, in
+    ``test_a_real_ctrl_c_...``). Checked here, the test that leaks fails, by name.
+    """
+    on_main = threading.current_thread() is threading.main_thread()
+    handler = signal_module.getsignal(signal_module.SIGINT) if on_main else None
+    yield
+    if on_main:
+        assert signal_module.getsignal(signal_module.SIGINT) is handler, "the SIGINT handler was left replaced"
+        blocked = signal_module.pthread_sigmask(signal_module.SIG_BLOCK, [])
+        assert signal_module.SIGINT not in blocked, "SIGINT was left blocked on the main thread"
 
 
 def cancel_soon(source: CancellationSource, started: threading.Event, reason: InterruptReason) -> threading.Thread:
