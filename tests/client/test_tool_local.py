@@ -32,8 +32,8 @@ def sigint_left_as_found() -> Iterator[None]:
     """Every test leaves the main thread's SIGINT handler and signal mask as it found them.
 
     A THREAD_INTERRUPT block installs its own SIGINT handler and some tests block SIGINT;
-    a leak of either makes a later test's Ctrl+C vanish (it hung once in CI, in
-    ``test_a_real_ctrl_c_...``). Checked here, the test that leaks fails, by name.
+    a leak of either would make a later test's Ctrl+C vanish. Checked here, the test that
+    leaks fails, by name, instead of a later one hanging.
     """
     on_main = threading.current_thread() is threading.main_thread()
     handler = signal_module.getsignal(signal_module.SIGINT) if on_main else None
@@ -237,7 +237,22 @@ def test_the_sigint_is_sent_again_until_the_main_thread_handles_it(monkeypatch: 
     assert set(sent) == {signal_module.SIGINT}
 
 
-def test_a_real_ctrl_c_during_a_thread_interrupt_block_still_raises_keyboard_interrupt() -> None:
+@pytest.fixture
+def sigint_handled_by(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The process's SIGINT disposition before the block, for one test (restored after).
+
+    Not left to how pytest was started: a process that a non-interactive shell starts in
+    the background inherits SIGINT ignored, and Python then installs no handler of its own.
+    """
+    previous = signal_module.signal(signal_module.SIGINT, request.param)
+    yield
+    signal_module.signal(signal_module.SIGINT, previous)
+
+
+@pytest.mark.parametrize("sigint_handled_by", [signal_module.default_int_handler], indirect=True)
+def test_a_real_ctrl_c_during_a_thread_interrupt_block_still_raises_keyboard_interrupt(
+    sigint_handled_by: None,
+) -> None:
     source = CancellationSource()
 
     def tool() -> None:
@@ -248,6 +263,18 @@ def test_a_real_ctrl_c_during_a_thread_interrupt_block_still_raises_keyboard_int
     with pytest.raises(KeyboardInterrupt):
         tool()
     assert not source.signal.is_cancelled
+
+
+@pytest.mark.parametrize("sigint_handled_by", [signal_module.SIG_IGN], indirect=True)
+def test_a_ctrl_c_the_process_ignores_stays_ignored_in_a_thread_interrupt_block(sigint_handled_by: None) -> None:
+    source = CancellationSource()
+
+    with attach(behavior=InterruptBehavior.THREAD_INTERRUPT, source=source) as run:
+        # A Ctrl+C the process ignores. raise_signal runs the Python-level handler before
+        # it returns, so a handler that raised would have raised right here.
+        signal_module.raise_signal(signal_module.SIGINT)
+    assert not run.signal.is_cancelled
+    assert signal_module.getsignal(signal_module.SIGINT) is signal_module.SIG_IGN
 
 
 def test_sync_thread_interrupt_raises_in_a_worker_thread() -> None:
