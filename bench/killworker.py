@@ -4,7 +4,8 @@ Its trees are started by ``bench.reaper``, a child subreaper in a process of its
 every process of every tree, grandchildren included, is reaped there by one thread blocked
 in ``waitpid(-1)``, which stamps each reap on CLOCK_MONOTONIC and CLOCK_REALTIME (shared
 with this process and the daemon). A tree is *gone* when its last member is reaped; the
-daemon and the floors are timed to that same moment. Trees (each in a new process group, started with ``posix_spawn``):
+daemon and the floors are timed to that same moment. Trees (each in a new process group,
+started with ``posix_spawn``):
 
 * ``polite``: ``sleep`` (dies of SIGTERM);
 * ``ignores_term``: ``sh -c "trap '' TERM; exec sleep"`` (SIGTERM ignored; only SIGKILL);
@@ -15,8 +16,9 @@ the group; ``Interrupt`` → reaped), the floor (``os.killpg`` → reaped; for
 ``ignores_term``: SIGTERM, then SIGKILL from a loop timer at the grace), a pidfd floor
 (``os.killpg`` → every member's pidfd readable) and, with ``--floor-address``, the gRPC
 floor: a bare grpc.aio server's unary ``Kill`` → reaped, with its call → handler time,
-which is the delivery a kill through a gRPC call cannot avoid in these same conditions
-(a daemon idle while the tree starts). Prints one JSON object on stdout.
+the delivery that a kill asked for over gRPC cannot avoid (the call follows an echo, as
+the daemon's ``Interrupt`` follows the group's registration). Prints one JSON object on
+stdout.
 """
 
 from __future__ import annotations

@@ -136,11 +136,11 @@ class _ProcessTable:
 
     An update lists ``/proc`` (new PIDs are read), drops what exited or vanished and re-reads
     their children (whose parent changed), and re-reads zombies. The listing (~40 us of a
-    ~70 us update here) is skipped when no PID was handed out since the last one: see
-    :class:`_PidCursor`. What it cannot see is a
-    live process changing its group (``setpgid``/``setsid``): callers re-read the processes
-    whose group matters to them with :meth:`refresh`, and read everything with ``full=True``
-    when the table may be missing a group member (see ``ProcessTree._survey``).
+    ~70 us update here) is skipped when no PID was handed out since the last one (see
+    :class:`_PidCursor`). What it cannot see is a live process changing its group
+    (``setpgid``/``setsid``): callers re-read the processes whose group matters to them with
+    :meth:`refresh`, and read everything with ``full=True`` when the table may be missing a
+    group member (see ``ProcessTree._survey``).
 
     Capped (a quarter of the open-file limit, two descriptors an entry, at most 2,048
     entries) so it can never starve the daemon's sockets; a host with more processes is
