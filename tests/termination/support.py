@@ -319,6 +319,17 @@ def run_in_private_pid_namespace(scenario: Path, timeout_s: float) -> dict[str, 
     return verdict
 
 
+def assert_scenario_passed(verdict: dict[str, Any], steps: set[str]) -> None:
+    """Every check of a namespace scenario's verdict passed, and every one of ``steps`` ran
+    (a scenario that stopped early must not pass)."""
+    assert verdict["error"] is None, verdict["error"]
+    checks = verdict["checks"]
+    failed = [name for name, ok in checks.items() if not ok]
+    assert not failed, f"failed checks {failed}: {json.dumps(verdict, indent=2)}"
+    assert set(checks) == steps
+    assert verdict["ok"]
+
+
 def unavailable(why: str) -> None:
     # CI promises root and unshare: there, not running a namespace test is a failure, not a skip.
     if os.environ.get("CI"):
