@@ -248,9 +248,12 @@ class Coordinator:
             if token_id is not None:
                 self._tokens.pop(token_id, None)
             self._ended[execution_id] = execution
-            while len(self._ended) > self._limits.ended_retention:
-                self._ended.popitem(last=False)
+            forgotten = [
+                self._ended.popitem(last=False)[1] for _ in range(len(self._ended) - self._limits.ended_retention)
+            ]
         execution.end()
+        for old in forgotten:
+            old.forget()
         return execution
 
     # -- look-ups ------------------------------------------------------------

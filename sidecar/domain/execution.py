@@ -354,6 +354,9 @@ class Execution:
             if tool.detached:
                 return
             tool.detached = True
+            # Nothing is sent to a detached tool; dropping the sink also breaks the
+            # tool <-> stream reference cycle, so both are freed when the stream ends.
+            tool.sink = None
             self._drop_terminators(tool, keep_process_groups=tool.unwound_at is None)
         self._effects.tool_detached(tool)
 
@@ -416,6 +419,20 @@ class Execution:
                 return None
             self.lease_deadline = self._clock.now().plus(self.lease_ttl_ns)
             return self.lease_deadline
+
+    def forget(self) -> None:
+        """The coordinator no longer keeps this ended execution: let go of its tools.
+
+        An execution and its tools point at each other. Kept for a while after it
+        ends, the pair lives long enough to reach the collector's oldest generation,
+        which the daemon collects rarely (full passes are long), so once dropped such
+        cycles would pile up as garbage, about 3 KB an execution. Clearing the tools
+        here lets reference counting free them at once.
+        """
+        with self._lock:
+            assert self.ended, "only an ended execution is forgotten"
+            self.tools.clear()
+            self._terminators.clear()
 
     def end(self) -> bool:
         """Close every registrar. Idempotent: True for the call that ended it."""

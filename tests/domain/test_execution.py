@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import gc
 import threading
+import weakref
+from collections.abc import Awaitable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from sidecar.domain.coordinator import Coordinator, ExecutionSpec
+from sidecar.domain.coordinator import Coordinator, CoordinatorLimits, ExecutionSpec
 from sidecar.domain.execution import CallbackSpec, Execution, ProcessGroupSpec, ToolRun
-from sidecar.domain.types import InterruptBehavior, InterruptReason, ToolOutcome
+from sidecar.domain.types import Instant, InterruptBehavior, InterruptReason, ToolOutcome, Trip
 from sidecar.errors import (
     AlreadyExists,
     FailedPrecondition,
@@ -242,3 +245,79 @@ def test_end_is_idempotent_and_ids_are_never_reused(coordinator: Coordinator, ef
         coordinator.interrupt_execution("turn-1", InterruptReason.USER_SIGINT, "")
     with pytest.raises(NotFound):
         coordinator.end("never-begun")
+
+
+# -- memory: what the daemon lets go of is freed by reference counting ---------------------
+#
+# The daemon collects the oldest generation rarely (a full pass over a large heap is a long
+# pause), so a reference cycle that lives long enough to get there stays until then: an
+# execution kept after it ends, and its tools, piled up at about 3 KB each. These tests
+# run with the cycle collector off, so only reference counting can free anything.
+
+
+@pytest.fixture
+def no_cycle_collector() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+class StreamSink:
+    """A tool's stream as the transport's is: it knows its tool, as the tool knows it."""
+
+    def __init__(self) -> None:
+        self.tool: ToolRun | None = None
+
+    def send_cancel(self, trip: Trip, grace_deadline: Instant) -> None:
+        pass
+
+    def cancel_written(self) -> Awaitable[None]:
+        raise NotImplementedError
+
+    def send_run_terminator(self, terminator_id: str) -> None:
+        pass
+
+
+def attach_stream(execution: Execution, name: str) -> tuple[ToolRun, StreamSink]:
+    sink = StreamSink()
+    tool = execution.attach(
+        tool_id=name, tool_name=name, tool_call_id="", behavior=InterruptBehavior.COOPERATIVE, pid=0, sink=sink
+    )
+    sink.tool = tool
+    return tool, sink
+
+
+@pytest.mark.usefixtures("no_cycle_collector")
+def test_a_detached_tool_lets_go_of_its_stream(coordinator: Coordinator) -> None:
+    execution, _ = coordinator.begin(ExecutionSpec())
+    tool, sink = attach_stream(execution, "t")
+    execution.detach(tool)
+    assert tool.sink is None
+    stream = weakref.ref(sink)
+    del sink
+    assert stream() is None, "the stream outlived its detach: a tool <-> stream cycle"
+
+
+@pytest.mark.usefixtures("no_cycle_collector")
+def test_an_execution_past_the_ended_retention_is_freed_with_its_tools(
+    effects: RecordingEffects, clock: ManualClock
+) -> None:
+    coordinator = Coordinator(effects, clock, default_grace_ns=GRACE, limits=CoordinatorLimits(ended_retention=1))
+    first, _ = coordinator.begin(ExecutionSpec())
+    tool, sink = attach_stream(first, "t")
+    first.trip(InterruptReason.USER_SIGINT, "")
+    first.unwound(tool, ToolOutcome.INTERRUPTED)
+    first.detach(tool)
+    coordinator.end(first.execution_id)
+    kept, stream = weakref.ref(first), weakref.ref(sink)
+    del first, tool, sink
+    assert kept() is not None, "an ended execution is kept for look-ups within the retention"
+    second, _ = coordinator.begin(ExecutionSpec())
+    coordinator.end(second.execution_id)
+    assert kept() is None, "the execution pushed out of the retention is still alive: an execution <-> tool cycle"
+    assert stream() is None
+    assert coordinator.get(second.execution_id) is second
