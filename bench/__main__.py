@@ -45,6 +45,9 @@ def parse(argv: list[str] | None) -> Options:
     p.add_argument("--kill-grace-ms", type=int, default=100)
     p.add_argument("--turn-seconds", type=float, help="per repeat; default 3, quick 0.3")
     p.add_argument("--memory-streams", help="default 1000,5000; quick 100,200")
+    p.add_argument(
+        "--memory-turns", type=int, help="turns in each of the memory part's two churn rounds; default 5000, quick 200"
+    )
     p.add_argument("--poller-trials", type=int, help="detections per repeat; default 1000, quick 100")
     p.add_argument(
         "--profile", action="store_true", help="also profile the daemon with py-spy (needs the [bench] extra)"
@@ -95,6 +98,7 @@ def parse(argv: list[str] | None) -> Options:
         kill_grace_ms=a.kill_grace_ms,
         turn_seconds=pick(a.turn_seconds, 3.0, 0.3),
         memory_streams=[int(x) for x in pick(a.memory_streams, "1000,5000", "100,200").split(",")],
+        memory_turns=pick(a.memory_turns, 5000, 200),
         poller_trials=pick(a.poller_trials, 1000, 100),
         profile=a.profile,
         plots=not a.no_plots,

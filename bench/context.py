@@ -31,6 +31,7 @@ class Options:
     kill_grace_ms: int
     turn_seconds: float
     memory_streams: list[int]
+    memory_turns: int
     poller_trials: int
     profile: bool
     plots: bool

@@ -161,8 +161,8 @@ def markdown(results: dict[str, Any]) -> str:
             "",
             "| server | idle | "
             + " | ".join(f"{s} streams (KB/stream)" for s in mm["daemon"]["streams"])
-            + " | after detach | delivery max with streams attached |",
-            "|---|---|" + "---|" * len(mm["daemon"]["streams"]) + "---|---|",
+            + " | after detach | delivery max with streams attached | after N churned turns, then N more (KB/turn) |",
+            "|---|---|" + "---|" * len(mm["daemon"]["streams"]) + "---|---|---|",
         ]
         for name in ("daemon", "grpc_floor"):
             e = mm.get(name)
@@ -171,10 +171,17 @@ def markdown(results: dict[str, Any]) -> str:
                     f"{v['rss_kb'] / 1024:.1f} MiB ({v['kb_per_stream']:.1f})" for v in e["streams"].values()
                 )
                 t = e["delivery_with_streams_attached"]
+                c = e.get("churn")
+                churned = (
+                    f"{c['rss_after_rounds_kb'][0] / 1024:.1f} → {c['rss_after_rounds_kb'][1] / 1024:.1f} MiB "
+                    f"(N = {c['turns_per_round']}; {c['kb_per_turn_second_round']:.2f})"
+                    if c
+                    else "—"
+                )
                 lines.append(
                     f"| {name} | {e['rss_idle_kb'] / 1024:.1f} MiB | {cells} | "
                     f"{e['rss_after_detach_kb'] / 1024:.1f} MiB | "
-                    f"{t['max']:.2f} ms (p50 {t['p50']:.2f}, {t['streams']} streams) |"
+                    f"{t['max']:.2f} ms (p50 {t['p50']:.2f}, {t['streams']} streams) | {churned} |"
                 )
         lines.append("")
     if "poller" in f:

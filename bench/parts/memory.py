@@ -1,6 +1,9 @@
 """6. Memory: the server's RSS idle, per attached idle stream at 1,000 and 5,000 streams,
 and after they detach (fragmentation). With the most streams attached it also times
 single-tool delivery (busy), the tail a full garbage collection of that heap would show.
+Then two rounds of churned turns (a delivery trial each: for the daemon an execution whose
+tool is cancelled), RSS after each: growth in the second round, once the daemon's memory
+of ended executions is full, is memory that a long-running daemon would keep on losing.
 Both the daemon and the bare grpc.aio floor, each a fresh process; streams are held by
 worker processes, executions (keys) of 250 tools each."""
 
@@ -61,11 +64,27 @@ async def one(ctx: Context, name: str, server: Server, target: str, loop: str) -
         await asyncio.sleep(2 * SETTLE_S)
         entry["rss_after_detach_kb"] = server.rss() / 1024
         entry["retained_kb_per_detached_stream"] = (entry["rss_after_detach_kb"] - entry["rss_idle_kb"]) / attached
+        entry["churn"] = await churn(ctx, name, server, probe)
     finally:
         await probe.close()
         await pool.close()
         await trigger.close()
     return entry
+
+
+async def churn(ctx: Context, name: str, server: Server, probe: Target) -> dict[str, Any]:
+    """RSS after each of two rounds of ``memory_turns`` back-to-back turns. The daemon
+    remembers its last 4,096 ended executions, so with the default 5,000 that memory is
+    full before the second round starts, and what the second round adds is growth per turn."""
+    turns = ctx.options.memory_turns
+    rss_kb = []
+    for _ in range(2):
+        await measure(probe, turns, 0, False, random.Random(3))
+        await asyncio.sleep(SETTLE_S)
+        rss_kb.append(server.rss() / 1024)
+    growth = (rss_kb[1] - rss_kb[0]) / turns
+    ctx.log(f"  {name}: RSS {rss_kb[0] / 1024:.1f} MiB after {turns} turns, {rss_kb[1] / 1024:.1f} after {turns} more")
+    return {"turns_per_round": turns, "rss_after_rounds_kb": rss_kb, "kb_per_turn_second_round": growth}
 
 
 async def run(ctx: Context) -> dict[str, Any]:

@@ -159,6 +159,10 @@ def test_quick_mode_measures_every_figure(tmp_path: Path) -> None:
             assert entry["rss_kb"] > 0 and 0 < entry["kb_per_stream"] < 1000, (name, size, entry)
         assert m["rss_after_detach_kb"] > 0
         check_latency(m["delivery_with_streams_attached"], f"memory {name} tail")
+        churn = m["churn"]
+        first, second = churn["rss_after_rounds_kb"]
+        assert churn["turns_per_round"] > 0 and first > 1000 and second > 1000, (name, churn)
+        assert churn["kb_per_turn_second_round"] == (second - first) / churn["turns_per_round"], (name, churn)
     check_latency(figures["poller"]["poller"], "poller")
     cascade = figures["cascade"]
     for name in ("two_hops", "single_daemon"):
