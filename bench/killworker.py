@@ -12,7 +12,8 @@ started with ``posix_spawn``):
 * ``tree10``: ``sh`` → 3 × ``sh`` → 2 × ``sleep`` each: 10 processes in one group.
 
 For each: the daemon (a tool attached EXTERNALLY_TERMINATED with the raw stubs registers
-the group; ``Interrupt`` → reaped), the floor (``os.killpg`` → reaped; for
+the group; ``Interrupt`` → reaped, and from its watch events the call → the trip and the
+call → the group's signal), the floor (``os.killpg`` → reaped; for
 ``ignores_term``: SIGTERM, then SIGKILL from a loop timer at the grace), a pidfd floor
 (``os.killpg`` → every member's pidfd readable) and, with ``--floor-address``, the gRPC
 floor: a bare grpc.aio server's unary ``Kill`` → reaped, with its call → handler time,
@@ -191,6 +192,9 @@ class DaemonKill:
         assert registered.HasField("terminator_registered"), registered
         # The tool's own cancel, read as it arrives: the kill must not delay it.
         cancel_read = asyncio.ensure_future(_read_stamped(call))
+        # The daemon stamps its events on CLOCK_REALTIME: the same kernel's, so one offset
+        # taken now turns them into CLOCK_MONOTONIC readings like ``fired``.
+        wall_minus_mono = time.time_ns() - time.monotonic_ns()
         fired = time.monotonic_ns()
         await self.coordinator.Interrupt(
             pb.InterruptRequest(execution_id=begun.execution_id, reason=pb.INTERRUPT_REASON_USER_SIGINT)
@@ -204,7 +208,13 @@ class DaemonKill:
         while True:
             event = await asyncio.wait_for(watch.read(), RECV_TIMEOUT_S)
             assert isinstance(event, pb.ExecutionEvent), event
-            if event.HasField("process_group_gone"):
+            if event.HasField("tripped"):
+                tripped_at = event.tripped.tripped_at.ToNanoseconds() - wall_minus_mono
+                result["call_to_trip"] = (tripped_at - fired) / 1e6
+            elif event.HasField("process_group_signalled") and not event.process_group_signalled.escalation:
+                signalled_at = event.occurred_at.ToNanoseconds() - wall_minus_mono
+                result["call_to_signalled"] = (signalled_at - fired) / 1e6
+            elif event.HasField("process_group_gone"):
                 result["daemon_reported_gone"] = event.process_group_gone.latency.ToNanoseconds() / 1e6
                 break
         out.queue.put_nowait(pb.ToolMessage(unwound=pb.Unwound(outcome=pb.TOOL_OUTCOME_INTERRUPTED)))

@@ -112,8 +112,9 @@ def markdown(results: dict[str, Any]) -> str:
             f"## 4. Kill (trip → every process of the tree reaped; grace {k['grace_ms']} ms, {k['loop']})",
             "",
             "| tree | daemon | bare killpg + waitpid | ratio | killpg + pidfd | gRPC call + killpg "
-            "| its call → handler | ratio to it | daemon-reported gone | cancel to the tool | daemon CPU/kill |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            "| its call → handler | ratio to it | daemon: call → trip | call → signalled | daemon-reported gone "
+            "| cancel to the tool | daemon CPU/kill |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for kind in ("polite", "tree10", "ignores_term"):
             e = k.get(kind)
@@ -126,6 +127,11 @@ def markdown(results: dict[str, Any]) -> str:
                         f"{_r(e['ratio_to_grpc_floor'])} | "
                         if "floor_grpc_killpg" in e
                         else "— | — | — | "
+                    )
+                    + (
+                        f"{_q(e['daemon_call_to_trip'])} | {_q(e['daemon_call_to_signalled'])} | "
+                        if "daemon_call_to_trip" in e
+                        else "— | — | "
                     )
                     + f"{_q(e['daemon_reported_gone'])} | "
                     f"{_q(e['daemon_cancel_to_tool']) if 'daemon_cancel_to_tool' in e else '—'} | "

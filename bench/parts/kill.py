@@ -60,6 +60,8 @@ async def run(ctx: Context) -> dict[str, Any]:
         entry["daemon"] = figure("daemon", "trip_to_reaped")
         entry["daemon_reported_gone"] = figure("daemon", "daemon_reported_gone")
         entry["daemon_cancel_to_tool"] = figure("daemon", "trip_to_cancel")
+        entry["daemon_call_to_trip"] = figure("daemon", "call_to_trip")
+        entry["daemon_call_to_signalled"] = figure("daemon", "call_to_signalled")
         entry["floor_killpg_waitpid"] = figure("floor", "trip_to_reaped")
         entry["floor_killpg_pidfd"] = figure("floor", "trip_to_pidfd")
         entry["ratio_to_floor"] = stats.ratio(entry["daemon"], entry["floor_killpg_waitpid"])

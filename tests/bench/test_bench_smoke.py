@@ -84,8 +84,17 @@ def check_fanout(f: dict[str, Any], sizes: list[int]) -> None:
 def check_kill(k: dict[str, Any]) -> None:
     for kind in ("polite", "tree10", "ignores_term"):
         e = k[kind]
-        for name in ("daemon", "floor_killpg_waitpid", "floor_killpg_pidfd", "daemon_reported_gone"):
+        for name in (
+            "daemon",
+            "floor_killpg_waitpid",
+            "floor_killpg_pidfd",
+            "daemon_reported_gone",
+            "daemon_call_to_trip",
+            "daemon_call_to_signalled",
+        ):
             check_latency(e[name], f"kill {kind} {name}")
+        # Per trial the trip comes before the signal, so every quantile does too.
+        assert e["daemon_call_to_trip"]["p50"] < e["daemon_call_to_signalled"]["p50"], (kind, e)
         check_ratio(e["ratio_to_floor"], e["daemon"], e["floor_killpg_waitpid"], kind)
         if kind != "ignores_term":  # the gRPC floor kills with SIGTERM only
             check_latency(e["floor_grpc_killpg"], f"kill {kind} gRPC floor")
