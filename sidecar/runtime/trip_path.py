@@ -306,11 +306,22 @@ class TripPath:
         if deadline is not None and tool.behavior.receives_cancel and not execution.ended:
             self._call_at(deadline, lambda: self._grace_check(execution))
 
+    def publish(self, execution: Execution, payload: events.EventPayload) -> None:
+        """Hand an event about ``execution`` to its watchers, unless it is done.
+
+        A tool may still report (unwound, a terminator's failure) or detach after its
+        execution ended. Once the execution is done its watches have ended, so nobody
+        could get such an event; numbering it anyway would have the hub remember the
+        execution for good, a few hundred bytes for every turn that ended with a tool
+        still attached.
+        """
+        if not self.done(execution):
+            self._hub.publish(execution.execution_id, payload)
+
     def tool_unwound(self, tool: ToolRun, latency_ns: int | None) -> None:
         execution = tool.execution
-        self._hub.publish(
-            execution.execution_id,
-            events.ToolUnwound(tool.tool_id, tool.tool_name, tool.outcome, tool.behavior, latency_ns),
+        self.publish(
+            execution, events.ToolUnwound(tool.tool_id, tool.tool_name, tool.outcome, tool.behavior, latency_ns)
         )
         trip = execution.trip_info
         if latency_ns is not None and trip is not None:
@@ -374,10 +385,7 @@ class TripPath:
 
     def tool_detached(self, tool: ToolRun) -> None:
         self.observer.tool_detached(tool.behavior)
-        self._hub.publish(
-            tool.execution.execution_id,
-            events.ToolDetached(tool.tool_id, tool.tool_name, tool.unwound_at is not None),
-        )
+        self.publish(tool.execution, events.ToolDetached(tool.tool_id, tool.tool_name, tool.unwound_at is not None))
 
     def ended(self, execution: Execution) -> None:
         timers = self._timers.get(execution.execution_id)

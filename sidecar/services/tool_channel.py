@@ -359,8 +359,8 @@ class ToolChannelService(pb_grpc.ToolChannelServiceServicer):
                 v.identifier(result.terminator_id, "terminator_result.terminator_id", required=True)
                 if result.error:
                     self._trip_path.observer.terminator_failed("callback")
-                    self._hub.publish(
-                        tool.execution.execution_id,
+                    self._trip_path.publish(
+                        tool.execution,
                         events.TerminatorFailed(tool.tool_id, result.terminator_id, v.detail(result.error, "error")),
                     )
             elif kind == "hello":
