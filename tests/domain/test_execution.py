@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import threading
 import weakref
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -266,6 +266,13 @@ def no_cycle_collector() -> Iterator[None]:
             gc.enable()
 
 
+class _AlreadyWritten:
+    """What a stream that writes at once answers: an awaitable that is already done."""
+
+    def __await__(self) -> Generator[None, None, None]:
+        yield from ()
+
+
 class StreamSink:
     """A tool's stream as the transport's is: it knows its tool, as the tool knows it."""
 
@@ -276,7 +283,7 @@ class StreamSink:
         pass
 
     def cancel_written(self) -> Awaitable[None]:
-        raise NotImplementedError
+        return _AlreadyWritten()
 
     def send_run_terminator(self, terminator_id: str) -> None:
         pass
