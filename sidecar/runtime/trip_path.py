@@ -60,6 +60,38 @@ _YIELD_TO_WRITERS_UP_TO = 8
 _ANSWER_AFTER_CANCELS_S = 0.002
 
 
+class _Deadline:
+    """Runs a callback on the loop once a moment on the monotonic clock has come, never before.
+
+    Loop timers may fire before the delay they were given: uvloop keeps its time in whole
+    milliseconds, and here it ran ``call_later`` callbacks up to 0.36 ms early. Acting on
+    a deadline early breaks what the deadline promised (a SIGKILL before the group's
+    grace ran out, a budget cut short), so a timer that fires early is armed again for
+    what is left.
+    """
+
+    __slots__ = ("_at_ns", "_callback", "_clock", "_handle", "_loop")
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, clock: Clock, at: Instant, callback: Callable[[], None]
+    ) -> None:
+        self._loop, self._clock, self._at_ns, self._callback = loop, clock, at.mono_ns, callback
+        self._handle = self._arm()
+
+    def _arm(self) -> asyncio.TimerHandle:
+        delay = max(0.0, (self._at_ns - self._clock.now().mono_ns) / 1e9)
+        return self._loop.call_later(delay, self._fire)
+
+    def _fire(self) -> None:
+        if self._clock.now().mono_ns < self._at_ns:
+            self._handle = self._arm()
+        else:
+            self._callback()
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+
+
 @dataclass(eq=False)
 class _KillJob:
     execution_id: str
@@ -71,7 +103,7 @@ class _KillJob:
     reason: InterruptReason
     #: (pid, start) of the tree's processes found by the last signal pass.
     known: list[tuple[int, int]] = field(default_factory=list)
-    escalation: asyncio.TimerHandle | None = None
+    escalation: _Deadline | None = None
     escalated: bool = False
 
 
@@ -84,10 +116,10 @@ class _QueuedKill:
 
 @dataclass
 class _Timers:
-    budget: asyncio.TimerHandle | None = None
-    lease: asyncio.TimerHandle | None = None
-    grace: asyncio.TimerHandle | None = None
-    holder: asyncio.TimerHandle | None = None
+    budget: _Deadline | None = None
+    lease: _Deadline | None = None
+    grace: _Deadline | None = None
+    holder: _Deadline | None = None
     #: Kills in flight, queued ones included: the execution's events stay open until
     #: they are done, and shutdown waits for them.
     kills: set[_KillJob | _QueuedKill] = field(default_factory=set)
@@ -148,9 +180,8 @@ class TripPath:
             self._loop = asyncio.get_running_loop()
         return self._loop
 
-    def _call_at(self, at: Instant, callback: Callable[[], None]) -> asyncio.TimerHandle:
-        delay = max(0.0, (at.mono_ns - self._clock.now().mono_ns) / 1e9)
-        return self.loop.call_later(delay, callback)
+    def _call_at(self, at: Instant, callback: Callable[[], None]) -> _Deadline:
+        return _Deadline(self.loop, self._clock, at, callback)
 
     # -- ExecutionEffects ----------------------------------------------------
 
@@ -420,8 +451,8 @@ class TripPath:
                 execution.execution_id,
                 events.GraceOverrun(tool.tool_id, tool.tool_name, tool.behavior, execution.grace_ns),
             )
-        # Timers may fire a hair early (uvloop keeps millisecond time): re-arm
-        # for any deadline still ahead rather than miss an overrun.
+        # A tool that attached after the trip has a later deadline of its own: re-arm for
+        # the soonest still ahead rather than miss an overrun.
         pending = [
             deadline
             for tool in execution.tools.values()
