@@ -3,7 +3,8 @@
 Why: the daemon's promise is "nothing that was tripped is forgotten, no orphans". A
 ``kill -9`` of the daemon must not leave tool processes of a tripped execution running,
 nor forget that an execution tripped. So every fact the restart needs is written before
-(or, for the trip, right after the cancel fan-out of) the moment it matters:
+(or, for the trip, right after the tools' cancels are handed to their streams, and
+before any process group is signalled) the moment it matters:
 
 * ``executions``: one row per execution not yet forgotten — its spec, its attach token's id
   and secret digest (never the secret), whether a holder held it, its trip, whether it ended;

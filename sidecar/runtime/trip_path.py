@@ -7,15 +7,18 @@
    queued kills go first; up to eight tools' cancels are written) and answers.
 2. ``tripped``: a cancel message is put in the outbox of every attached
    interruptible tool first (each stream has its own bounded outbox and writer,
-   so a slow or dead tool delays nobody); then the budget and lease timers are
-   disarmed, the ``Tripped`` event goes to watchers, a grace timer is armed and
-   the journal records the trip.
+   so a slow or dead tool delays nobody). The trip's bookkeeping is queued
+   behind the writers it woke (``_settle_trips``): the budget and lease timers
+   are disarmed, the ``Tripped`` event goes to watchers, a grace timer is armed
+   and the journal records the trip. Every other entry point settles pending
+   trips first, so nothing that follows a trip is seen before it.
 3. ``run_terminator``: a callback terminator becomes a ``run_terminator``
    message on its tool's stream; a process-group terminator is queued for the
-   loop's next turn (after the stream writers the trip woke, so its /proc survey
-   delays no cancel) and then signalled through the OS edge (freeze, polite
-   signal + SIGCONT), with SIGKILL armed for ``kill_after`` (default: the grace,
-   counted from the trip) and a watcher that reports the group gone.
+   loop's next turn (after the stream writers the trip woke and its bookkeeping,
+   so its /proc survey delays no cancel and the journal has the trip) and then
+   signalled through the OS edge (freeze, polite signal + SIGCONT), with SIGKILL
+   armed for ``kill_after`` (default: the grace, counted from the trip) and a
+   watcher that reports the group gone.
 4. The grace timer marks every interruptible tool that has not reported
    unwound as a grace overrun (an event on WatchExecution).
 5. Child executions trip through the same path (the coordinator's cascade
@@ -29,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import signal as signal_module
@@ -156,6 +160,8 @@ class TripPath:
         self._cancels_sent: list[ToolSink] = []
         #: A ``_drop_unclaimed`` is scheduled for the current loop turn.
         self._unclaimed_drop_scheduled = False
+        #: Trips fanned out whose bookkeeping has not run yet (see ``tripped``).
+        self._unsettled: list[tuple[Execution, Trip, Instant]] = []
 
     def _for_the_answer(self) -> None:
         """The trip just noted writers, cancels or kills for ``let_writers_start``.
@@ -186,6 +192,7 @@ class TripPath:
     # -- ExecutionEffects ----------------------------------------------------
 
     def begun(self, execution: Execution) -> None:
+        self._settle()
         if self.journal is not None:
             self.journal.begun(
                 execution.execution_id,
@@ -232,8 +239,8 @@ class TripPath:
     def tripped(self, execution: Execution, trip: Trip) -> None:
         deadline = trip.at.plus(execution.grace_ns)
         # Fan out first: each send is a non-blocking append to the tool's own outbox, and
-        # everything before it delays every cancel. Timers, watch events, the journal and
-        # metrics follow. (Nothing here changes ``tools``, so it is iterated in place.)
+        # everything before the woken writers run delays every cancel. (Nothing here
+        # changes ``tools``, so it is iterated in place.)
         self._for_the_answer()
         for tool in execution.tools.values():
             # A tool whose run already ended (unwound, detached) has nothing to stop.
@@ -242,23 +249,48 @@ class TripPath:
                 self._writers_woken += 1
                 if len(self._cancels_sent) <= _YIELD_TO_WRITERS_UP_TO:
                     self._cancels_sent.append(tool.sink)
-        timers = self._timers.get(execution.execution_id)
-        if timers is None:
-            timers = self._timers[execution.execution_id] = _Timers()
-        for handle in (timers.budget, timers.lease, timers.holder):
-            if handle is not None:
-                handle.cancel()
-        timers.budget = timers.lease = timers.holder = None
-        watched = self._hub.publish(execution.execution_id, events.Tripped(trip.reason, trip.detail, trip.at, deadline))
-        if watched is not None:  # its watchers (a remote child's daemon among them) were woken
+        if self._hub.watched(execution.execution_id):
+            # Its watchers (a remote child's daemon among them) are woken when the trip
+            # settles: the tripping RPC lets their writers go before it answers too.
             self._writers_woken += 1
-        if not execution.ended:
-            timers.grace = self._call_at(deadline, lambda: self._grace_check(execution))
-        # The process-group kills (run_terminator, next) come after this write: a crash
-        # between the two still finds the trip, and the restart kills the groups.
-        if self.journal is not None:
-            self.journal.tripped(execution.execution_id, int(trip.reason), trip.detail, trip.at.wall_ns)
-        self.observer.tripped(trip.reason)
+        # The rest — timers, the Tripped event, the journal, metrics — is bookkeeping no
+        # cancel needs, so it waits until the writers this trip woke have submitted their
+        # cancels: it is queued behind their wake-ups on the loop (15 us of a busy daemon's
+        # 50 us from Interrupt to write, and the journal's write on a daemon with a state
+        # directory). Nothing may observe the gap: every other entry point here, and
+        # ``done`` (the watch's snapshot), settles pending trips first, so a watcher still
+        # sees Tripped before anything that follows the trip, the journal still has the
+        # trip before any process group is signalled (kills are queued behind this), and
+        # an execution ended meanwhile is ended after its trip settled.
+        self._unsettled.append((execution, trip, deadline))
+        if len(self._unsettled) == 1:
+            self.loop.call_soon(self._settle_trips)
+
+    def _settle(self) -> None:
+        """Called first by every entry point but the trip's own: pending trips settle
+        before anything that follows them can be observed."""
+        if self._unsettled:
+            self._settle_trips()
+
+    def _settle_trips(self) -> None:
+        """Do the bookkeeping of every trip since the last call (see ``tripped``)."""
+        unsettled, self._unsettled = self._unsettled, []
+        for execution, trip, deadline in unsettled:
+            timers = self._timers.get(execution.execution_id)
+            if timers is None:
+                timers = self._timers[execution.execution_id] = _Timers()
+            for handle in (timers.budget, timers.lease, timers.holder):
+                if handle is not None:
+                    handle.cancel()
+            timers.budget = timers.lease = timers.holder = None
+            self._hub.publish(execution.execution_id, events.Tripped(trip.reason, trip.detail, trip.at, deadline))
+            if not execution.ended:
+                timers.grace = self._call_at(deadline, functools.partial(self._grace_check, execution))
+            # The process-group kills (run_terminator, queued) come after this write: a crash
+            # between the two still finds the trip, and the restart kills the groups.
+            if self.journal is not None:
+                self.journal.tripped(execution.execution_id, int(trip.reason), trip.detail, trip.at.wall_ns)
+            self.observer.tripped(trip.reason)
 
     async def let_writers_start(self) -> None:
         """Called by the RPC that tripped, before it answers: when the trip woke a handful
@@ -283,8 +315,9 @@ class TripPath:
         if sinks and len(sinks) <= _YIELD_TO_WRITERS_UP_TO:
             # Yield before setting up the wait (futures, a timeout timer): the woken writers
             # run first and submit their cancels, so that setup is off the cancels' path
-            # (13 -> 8 us busy, 31 -> 19 us idle). Queued kills were scheduled before any
-            # write can complete, so they still run before the answer.
+            # (13 -> 8 us busy, 31 -> 19 us idle). The trip's bookkeeping and queued kills
+            # follow them in that turn, before any write can complete; the watchers the
+            # bookkeeping woke run while this waits.
             await asyncio.sleep(0)
             written = [asyncio.ensure_future(sink.cancel_written()) for sink in sinks]
             await asyncio.wait(written, timeout=_ANSWER_AFTER_CANCELS_S)
@@ -292,6 +325,10 @@ class TripPath:
             # Queued kills always get their turn before the answer: an Interrupt that
             # returns has had its process groups signalled.
             await asyncio.sleep(0)
+            if 0 < woken <= _YIELD_TO_WRITERS_UP_TO:
+                # Watchers only: the settling trip woke them after this coroutine was
+                # queued to resume, so one more turn lets their writers go first.
+                await asyncio.sleep(0)
 
     def run_terminator(self, terminator: Terminator, trip: Trip) -> None:
         tool = terminator.tool
@@ -314,6 +351,7 @@ class TripPath:
         self.loop.call_soon(self._run_queued_kill, queued, terminator, terminator.spec, trip)
 
     def _run_queued_kill(self, queued: _QueuedKill, terminator: Terminator, spec: ProcessGroupSpec, trip: Trip) -> None:
+        self._settle()
         try:
             self._start_kill(terminator, spec, trip)
         finally:
@@ -324,6 +362,7 @@ class TripPath:
                 self._maybe_done(queued.execution_id)
 
     def tool_attached(self, tool: ToolRun) -> None:
+        self._settle()
         self.observer.tool_attached(tool.behavior)
         self._hub.publish(
             tool.execution.execution_id,
@@ -332,6 +371,7 @@ class TripPath:
 
     def late_attach(self, tool: ToolRun) -> None:
         """A tool attached after the trip: it gets its own grace from now."""
+        self._settle()
         execution = tool.execution
         deadline = execution.grace_deadline_for(tool)
         if deadline is not None and tool.behavior.receives_cancel and not execution.ended:
@@ -346,10 +386,12 @@ class TripPath:
         execution for good, a few hundred bytes for every turn that ended with a tool
         still attached.
         """
+        self._settle()
         if not self.done(execution):
             self._hub.publish(execution.execution_id, payload)
 
     def tool_unwound(self, tool: ToolRun, latency_ns: int | None) -> None:
+        self._settle()
         execution = tool.execution
         self.publish(
             execution, events.ToolUnwound(tool.tool_id, tool.tool_name, tool.outcome, tool.behavior, latency_ns)
@@ -366,6 +408,7 @@ class TripPath:
     def group_registering(self, tool: ToolRun, terminator_id: str, spec: ProcessGroupSpec, identity: object) -> None:
         """A process group is about to be registered: journal it first (write-ahead), with
         the identity pinned for it, so a crash right after still has it killed."""
+        self._settle()
         if self.journal is None or not isinstance(identity, GroupIdentity):
             return
         self.journal.group_registered(
@@ -382,11 +425,13 @@ class TripPath:
         )
 
     def group_unregistered(self, tool: ToolRun, terminator_id: str) -> None:
+        self._settle()
         if self.journal is not None:
             self.journal.group_dropped(tool.execution.execution_id, tool.tool_id, terminator_id)
 
     def holder_gained(self, execution: Execution) -> None:
         """A WatchExecution(hold=true) stream opened on ``execution``."""
+        self._settle()
         if self.journal is not None:
             self.journal.held(execution.execution_id)
         timers = self._timers.get(execution.execution_id)
@@ -396,6 +441,7 @@ class TripPath:
 
     def holder_lost(self, execution: Execution, detail: str) -> None:
         """The last holder of a live, untripped execution went away: trip it."""
+        self._settle()
         if execution.ended or execution.signal.cancelled:
             return
         self.observer.holder_lost()
@@ -404,6 +450,7 @@ class TripPath:
     def expect_holder(self, execution: Execution, within_ns: int) -> None:
         """After a restart: a held execution trips with HOLDER_LOST unless a holder
         comes back within ``within_ns``."""
+        self._settle()
 
         def check() -> None:
             if execution.holders == 0:
@@ -415,10 +462,12 @@ class TripPath:
         timers.holder = self._call_at(self._clock.now().plus(within_ns), check)
 
     def tool_detached(self, tool: ToolRun) -> None:
+        self._settle()
         self.observer.tool_detached(tool.behavior)
         self.publish(tool.execution, events.ToolDetached(tool.tool_id, tool.tool_name, tool.unwound_at is not None))
 
     def ended(self, execution: Execution) -> None:
+        self._settle()
         timers = self._timers.get(execution.execution_id)
         if timers is not None:
             for handle in (timers.budget, timers.lease, timers.grace, timers.holder):
@@ -625,6 +674,7 @@ class TripPath:
 
     def done(self, execution: Execution) -> bool:
         """True when no event of this execution can follow."""
+        self._settle()
         return execution.ended and execution.execution_id not in self._timers
 
     # -- shutdown ------------------------------------------------------------

@@ -72,6 +72,10 @@ class WatchHub:
             subscription._push(event)
         return event
 
+    def watched(self, execution_id: str) -> bool:
+        """Whether the execution has a watcher now (an event published now would wake it)."""
+        return bool(self._subscribers.get(execution_id))
+
     def subscribe(self, execution_id: str, *, done: bool) -> Subscription:
         """Subscribe to an execution's events; ``done`` executions get none."""
         subscription = Subscription(execution_id, self._capacity)
