@@ -20,6 +20,7 @@ import asyncio
 import json
 import logging
 import os
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -204,9 +205,22 @@ def _begin(args: argparse.Namespace) -> int:
     _print(
         args,
         response,
-        f"INTERRUPT_SIDECAR_EXECUTION={response.execution_id}\nINTERRUPT_SIDECAR_TOKEN={response.attach_token}",
+        _shell_exports(
+            {"INTERRUPT_SIDECAR_EXECUTION": response.execution_id, "INTERRUPT_SIDECAR_TOKEN": response.attach_token}
+        ),
     )
     return EXIT_OK
+
+
+def _shell_exports(values: dict[str, str]) -> str:
+    """``export NAME=VALUE`` lines for ``eval "$(interrupt-sidecar begin)"``.
+
+    Exported, so the tools the shell starts (``interrupt-sidecar run``, a client library)
+    find the token without another step; quoted, because a caller-chosen execution id may
+    hold any printable character but space (``;``, ``$``, backquotes), and ``eval`` must
+    set it, not run it.
+    """
+    return "\n".join(f"export {name}={shlex.quote(value)}" for name, value in values.items())
 
 
 def _interrupt(args: argparse.Namespace) -> int:
@@ -264,7 +278,11 @@ def _add_client(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     common.add_argument("--address", help="the daemon (default $INTERRUPT_SIDECAR_ADDRESS, else the default socket)")
     common.add_argument("--json", action="store_true", help="print the response as JSON")
 
-    p = sub.add_parser("begin", parents=[common], help="begin an execution; prints its id and attach token")
+    p = sub.add_parser(
+        "begin",
+        parents=[common],
+        help='begin an execution; prints its id and attach token as export lines: eval "$(interrupt-sidecar begin)"',
+    )
     p.add_argument("--id", dest="execution_id", help="caller-chosen execution id")
     p.add_argument("--parent", help="parent execution id (cascade)")
     p.add_argument("--context", help="context id (for targeted interrupts)")

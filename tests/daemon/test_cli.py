@@ -226,6 +226,27 @@ async def test_sigterm_trips_everything_with_system_shutdown_kills_groups_and_ex
         daemon.stop(signal.SIGKILL)
 
 
+def test_begin_prints_export_lines_that_eval_sets_exactly(daemon: DaemonProcess, tmp_path: Path) -> None:
+    # A caller-chosen id may hold any printable character but space: every shell
+    # metacharacter below would run `touch ran` if eval ran the id instead of setting it.
+    execution_id = "t;touch${IFS}ran`touch${IFS}ran`$(touch${IFS}ran)'\"\\|&>x"
+    begun = run_cli("begin", "--id", execution_id, env={"INTERRUPT_SIDECAR_ADDRESS": daemon.address})
+    assert begun.returncode == 0, begun.stderr
+    script = (
+        'eval "$1"; printf "%s\\n" "$INTERRUPT_SIDECAR_EXECUTION" "$INTERRUPT_SIDECAR_TOKEN"; '
+        # A process the shell starts (a tool) sees the token: the lines export it.
+        'sh -c \'printf "%s\\n" "$INTERRUPT_SIDECAR_TOKEN"\''
+    )
+    shell = subprocess.run(
+        ["sh", "-c", script, "sh", begun.stdout], cwd=tmp_path, capture_output=True, text=True, timeout=10
+    )
+    assert shell.returncode == 0, shell.stderr
+    got_id, token, childs_token = shell.stdout.splitlines()
+    assert got_id == execution_id
+    assert token.startswith("ist1.") and childs_token == token
+    assert not (tmp_path / "ran").exists(), "eval ran part of the execution id"
+
+
 def test_client_subcommands_drive_an_execution(daemon: DaemonProcess) -> None:
     env = {"INTERRUPT_SIDECAR_ADDRESS": daemon.address}
     begun = run_cli("begin", "--id", "turn-7", "--context", "main", "--budget", "1h", env=env)
