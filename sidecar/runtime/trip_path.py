@@ -4,7 +4,8 @@
    call only, calls ``TripPath.tripped`` and then ``TripPath.run_terminator``
    for each terminator in registration order. Nothing here awaits; the RPC that
    asked for the trip then calls ``let_writers_start`` (the woken writers and
-   queued kills go first; up to eight tools' cancels are written) and answers.
+   queued kills go first; up to eight tools' cancels are written; the trip's
+   bookkeeping below has run, journal included) and answers.
 2. ``tripped``: a cancel message is put in the outbox of every attached
    interruptible tool first (each stream has its own bounded outbox and writer,
    so a slow or dead tool delays nobody). The trip's bookkeeping is queued
@@ -305,11 +306,22 @@ class TripPath:
         cores, and on an idle daemon that showed in the cancel's latency. With many
         streams every writer would run before the answer, so a large fan-out answers
         first and lets them follow — unless process-group kills are queued, which always
-        run before the answer.
+        run before the answer. Either way the trip has settled when this returns: an
+        answered trip is in the journal.
         """
         woken, self._writers_woken = self._writers_woken, 0
         kills, self._kills_queued = self._kills_queued, 0
         sinks, self._cancels_sent = self._cancels_sent, []
+        try:
+            await self._yield_to_writers(woken, kills, sinks)
+        finally:
+            # An answered trip is settled, whatever ran before the answer: the journal has
+            # it, so a kill -9 that follows the answer at once still finds it on restart.
+            # (With no writer to wait for, or a fan-out that answers first, the queued
+            # settling would otherwise run only after grpc had sent the answer.)
+            self._settle()
+
+    async def _yield_to_writers(self, woken: int, kills: int, sinks: list[ToolSink]) -> None:
         if not (0 < woken <= _YIELD_TO_WRITERS_UP_TO or kills):
             return
         if sinks and len(sinks) <= _YIELD_TO_WRITERS_UP_TO:

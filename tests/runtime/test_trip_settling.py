@@ -9,6 +9,7 @@ cancel was handed to it."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 from interrupt.v1 import interrupt_pb2 as pb
@@ -16,6 +17,7 @@ from interrupt.v1 import interrupt_pb2 as pb
 from sidecar.domain.coordinator import Coordinator, ExecutionSpec
 from sidecar.domain.execution import Execution
 from sidecar.domain.types import InterruptBehavior, InterruptReason, SystemClock, ToolOutcome
+from sidecar.osedge.journal import Journal
 from sidecar.osedge.process_groups import ProcessGroups
 from sidecar.runtime import events
 from sidecar.runtime.trip_path import TripPath
@@ -108,3 +110,33 @@ async def test_a_snapshot_taken_before_the_trip_settles_counts_it() -> None:
     await asyncio.sleep(0)
     daemon.coordinator.end(execution_id)
     assert await _payloads(watcher) == [events.Ended], "the watcher got the trip twice: snapshot and event"
+
+
+@pytest.mark.parametrize("attached", [False, True], ids=["no tool", "one tool"])
+async def test_an_answered_trip_is_in_the_journal(tmp_path: Path, attached: bool) -> None:
+    # A trip the Interrupt RPC has answered for must survive a kill -9 that follows the
+    # answer at once: with no writer to wait for, the answer used to go out before the
+    # queued bookkeeping wrote the journal.
+    daemon = _Daemon()
+    daemon.trip_path.journal = Journal(tmp_path / "journal.sqlite3")
+    execution = daemon.begin()
+    if attached:
+        session = AttachSession()
+        session.tool = execution.attach(
+            tool_id="t", tool_name="t", tool_call_id="", behavior=InterruptBehavior.COOPERATIVE, pid=0, sink=session
+        )
+        writer = asyncio.create_task(session.drain(_StreamContext(daemon.hub, execution.execution_id)))  # type: ignore[arg-type]
+        await asyncio.sleep(0)
+
+    execution.trip(InterruptReason.TASK_CANCELLED, "why")
+    await daemon.trip_path.let_writers_start()  # then the RPC answers, with no loop turn between
+
+    # Read as a restarted daemon would: its own connection to the file.
+    restarted = Journal(tmp_path / "journal.sqlite3")
+    (found,) = restarted.load()
+    assert (found.trip_reason, found.trip_detail) == (int(InterruptReason.TASK_CANCELLED), "why")
+    restarted.close()
+    if attached:
+        session.finish_reading()
+        await writer
+    daemon.trip_path.journal.close()
