@@ -26,6 +26,7 @@ from interrupt.v1 import interrupt_pb2 as pb
 from interrupt_sidecar_client import (
     Cancellation,
     CancellationSignal,
+    CancelledExecution,
     Coordinator,
     InterruptBehavior,
     InterruptReason,
@@ -38,7 +39,7 @@ from interrupt_sidecar_client._doorbell import DoorbellClient
 from interrupt_sidecar_client._stream import ToolStream
 from interrupt_sidecar_client._types import cancellation_from_pb
 
-from tests.client.support import WAIT_S, FakeSidecar, Peer, aeventually, attached, eventually
+from tests.client.support import WAIT_S, FakeSidecar, Peer, Watcher, aeventually, attached, eventually
 from tests.conftest import DaemonProcess
 
 pytestmark = pytest.mark.timeout(60)
@@ -91,6 +92,33 @@ class HeldStreamCancels:
 @pytest.fixture
 def held(monkeypatch: pytest.MonkeyPatch) -> HeldStreamCancels:
     return HeldStreamCancels(monkeypatch)
+
+
+class LateStream:
+    """Delays, by ``delay_s``, what the stream's reader gets from the cancel on (in order),
+    as a stream that falls behind the doorbell would: the run is tripped, and its worker
+    interrupted, well before the stream's copy of the cancel and the run_terminator
+    messages behind it are read."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, delay_s: float) -> None:
+        self.held: list[tuple[ToolStream, pb.SidecarMessage]] = []
+        self.released = False
+        self._dispatch = ToolStream._dispatch
+
+        def dispatch(stream: ToolStream, message: pb.SidecarMessage) -> None:
+            if self.released or not (self.held or message.WhichOneof("message") == "cancel"):
+                self._dispatch(stream, message)
+                return
+            if not self.held:
+                asyncio.get_running_loop().call_later(delay_s, self._release)
+            self.held.append((stream, message))
+
+        monkeypatch.setattr(ToolStream, "_dispatch", dispatch)
+
+    def _release(self) -> None:
+        self.released = True
+        for stream, message in self.held:
+            self._dispatch(stream, message)
 
 
 def stream_of(run: aio.AsyncToolRun) -> ToolStream:
@@ -258,6 +286,51 @@ async def test_a_tool_that_opts_out_gets_no_doorbell_and_the_streams_cancel(
         await run.unwind(ToolOutcome.INTERRUPTED)
         assert len(trips) == 1
         await coordinator.end(begun.execution_id)
+
+
+async def test_a_worker_the_doorbell_interrupts_still_runs_and_reports_the_streams_terminators(
+    daemon: DaemonProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The doorbell trips the run and interrupts its worker, which leaves its block at once;
+    # the run_terminator messages come later, on the stream. Unwinding must wait for them
+    # (the daemon asks for every callback terminator it acknowledged), run them and report
+    # their results: after unwound the stream is half-closed and a report is lost.
+    late = LateStream(monkeypatch, delay_s=0.2)
+    coordinator = Coordinator(daemon.address)
+    begun = await asyncio.to_thread(coordinator.begin, grace=2.0)
+    watcher = await asyncio.to_thread(Watcher, coordinator, begun.execution_id)
+    ran: list[str] = []
+    runs: list[aio.AsyncToolRun] = []
+
+    def failing() -> None:
+        ran.append("failing")
+        raise RuntimeError("the child would not stop")
+
+    async def tool() -> None:
+        async with aio.attach(
+            address=daemon.address, token=begun.attach_token, behavior=InterruptBehavior.THREAD_INTERRUPT
+        ) as run:
+            runs.append(run)
+            doorbell = stream_of(run).doorbell
+            assert doorbell is not None
+            await aeventually(lambda: doorbell.socket is not None, what="the doorbell connection")
+            await run.registrar.register(failing, terminator_id="failing")
+            await asyncio.to_thread(coordinator.interrupt, begun.execution_id, reason=InterruptReason.USER_SIGINT)
+            await asyncio.sleep(WAIT_S)  # interrupted by the doorbell's cancel long before this ends
+
+    with pytest.raises(CancelledExecution):
+        await asyncio.wait_for(tool(), WAIT_S)
+    assert stream_of(runs[0]).cancel_path == "doorbell", "the stream's cancel was not held back"
+    assert late.released, "the run unwound before the stream brought its run_terminator"
+    assert ran == ["failing"]
+    await asyncio.to_thread(watcher.wait_for, "tool_unwound")
+    kinds = watcher.kinds()
+    assert "terminator_failed" in kinds and kinds.index("terminator_failed") < kinds.index("tool_unwound"), kinds
+    (failed,) = watcher.of("terminator_failed")
+    assert failed.terminator_id == "failing" and "would not stop" in failed.message
+    await asyncio.to_thread(coordinator.end, begun.execution_id)
+    await asyncio.to_thread(watcher.join)
+    coordinator.close()
 
 
 # -- against a scripted daemon and a doorbell socket of the test's own -----------------------

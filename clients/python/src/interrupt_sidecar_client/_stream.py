@@ -82,6 +82,12 @@ class ToolStream:
         self._doorbell_grant: interrupt_pb2.Doorbell | None = None
         self._doorbell: DoorbellClient | None = None
         self._cancel_path: CancelPath | None = None
+        # Callback terminators the daemon has acknowledged (and not unregistered), and those
+        # it has asked to run. At the trip it asks for every one it holds, on the stream:
+        # after a doorbell cancel those requests may still be on their way (runs_asked).
+        self._callbacks_held: set[str] = set()
+        self._runs_asked: set[str] = set()
+        self._run_asked = asyncio.Event()
 
     @property
     def ended(self) -> bool:
@@ -215,6 +221,7 @@ class ToolStream:
         finally:
             self._end_error = error or ConnectionLost("the tool's stream to the sidecar has ended")
             self._ended.set()
+            self._run_asked.set()  # nothing more will be asked: runs_asked stops waiting
             if self._doorbell is not None:
                 # The daemon hangs up the doorbell when the stream ends: it can no longer ring.
                 self._doorbell.close()
@@ -225,6 +232,8 @@ class ToolStream:
         if kind == "cancel":
             self._take_cancel(cancellation_from_pb(message.cancel), "stream")
         elif kind == "run_terminator":
+            self._runs_asked.add(message.run_terminator.terminator_id)
+            self._run_asked.set()
             self._on_run_terminator(message.run_terminator.terminator_id)
         elif kind == "terminator_registered":
             self._resolve(message.terminator_registered.terminator_id, "registered", None)
@@ -325,10 +334,31 @@ class ToolStream:
             if spec.kill_after is not None:
                 request.process_group.kill_after.FromTimedelta(spec.kill_after)
         await self._request(interrupt_pb2.ToolMessage(register_terminator=request), terminator_id, "registered")
+        if isinstance(spec, CallbackSpec):
+            self._callbacks_held.add(terminator_id)
 
     async def unregister(self, terminator_id: str) -> None:
         request = interrupt_pb2.UnregisterTerminator(terminator_id=terminator_id)
         await self._request(interrupt_pb2.ToolMessage(unregister_terminator=request), terminator_id, "unregistered")
+        # A run asked for before the trip's unregistration has been read already (the
+        # stream keeps the daemon's order); a later registration under the id runs anew.
+        self._callbacks_held.discard(terminator_id)
+        self._runs_asked.discard(terminator_id)
+
+    async def runs_asked(self, timeout: float) -> None:
+        """After the trip: wait (at most ``timeout`` s) until the daemon has asked to run
+        every callback terminator it holds for this tool, or the stream has ended.
+
+        The daemon asks for each of them at the trip, after the cancel, on this stream. The
+        doorbell's copy of the cancel comes ahead of all that: a worker it interrupts can
+        reach the unwind before those requests are read, and after ``unwound`` their
+        results could no longer be reported.
+        """
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while not self._callbacks_held <= self._runs_asked and not self._ended.is_set():
+                    self._run_asked.clear()
+                    await self._run_asked.wait()
 
     async def report_result(self, terminator_id: str, error: str) -> None:
         """Tell the daemon how a callback terminator went (best-effort after the run ended)."""

@@ -140,6 +140,10 @@ class AsyncToolRun:
         self._registrar._close_local(forget=False)
         try:
             if self._stream is not None:
+                if self._signal.is_cancelled:
+                    # The trip asks for every callback terminator: when the doorbell
+                    # brought the cancel, those requests may still be on the stream.
+                    await self._stream.runs_asked(UNWIND_TIMEOUT)
                 # Terminators the daemon already asked for report their results first.
                 await self._runner.settle(SEQUENTIAL_WINDOW)
                 await self._stream.finish(ToolOutcome(outcome), detail, timeout=UNWIND_TIMEOUT)
