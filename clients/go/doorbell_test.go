@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -456,5 +457,69 @@ func TestADoorbellFailureFallsBackToTheStream(t *testing.T) {
 			}
 			closeRun(t, run)
 		})
+	}
+}
+
+// The doorbell brings the cancel ahead of the stream's run_terminator requests: a tool
+// whose work ends the moment it sees the cancel reaches Finish before the stream has
+// asked for its terminators. The run must still wait for that request (the daemon asks
+// for every callback terminator it acknowledged), run the terminator, and write its
+// result before it half-closes the stream: after that the failure would be lost.
+func TestARunThatEndsAtTheDoorbellsCancelStillReportsItsTerminators(t *testing.T) {
+	bell := startDoorbell(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil)) // the terminator's failure is expected
+	run, s := attachWithDoorbell(t, bell, sidecar.Options{Behavior: sidecar.ThreadInterrupt, Logger: quiet})
+	conn := bell.answer(t)
+	registered := make(chan error, 1)
+	go func() {
+		_, err := run.RegisterTerminator("slow_failing", func() {
+			time.Sleep(100 * time.Millisecond) // the terminator under test is slow: still running when the work has ended
+			panic("the child would not stop")
+		})
+		registered <- err
+	}()
+	s.expect("register_terminator")
+	s.send(&pb.SidecarMessage{Message: &pb.SidecarMessage_TerminatorRegistered{
+		TerminatorRegistered: &pb.TerminatorRegistered{TerminatorId: "slow_failing"}}})
+	select {
+	case err := <-registered:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(wait):
+		t.Fatal("the registration did not return")
+	}
+
+	cancel := &pb.Cancel{Reason: pb.InterruptReason_INTERRUPT_REASON_USER_SIGINT, TrippedAt: timestamppb.Now()}
+	ring(t, conn, cancel) // the stream stays silent for now
+	waitTripped(t, run)
+	finished := make(chan error, 1)
+	go func() { finished <- run.Finish(context.Cause(run.Context())) }() // the work ends at once
+
+	// Only once the run has reported unwound does the stream bring the trip's messages.
+	if outcome := s.expect("unwound").GetUnwound().GetOutcome(); outcome != pb.ToolOutcome_TOOL_OUTCOME_INTERRUPTED {
+		t.Fatalf("outcome = %v", outcome)
+	}
+	sendCancel(s, cancel)
+	s.send(&pb.SidecarMessage{Message: &pb.SidecarMessage_RunTerminator{RunTerminator: &pb.RunTerminator{TerminatorId: "slow_failing"}}})
+	result := s.expect("terminator_result").GetTerminatorResult()
+	if result.GetTerminatorId() != "slow_failing" || !strings.Contains(result.GetError(), "would not stop") {
+		t.Fatalf("terminator_result = %v", result)
+	}
+	select {
+	case message, ok := <-s.recv:
+		if ok {
+			t.Fatalf("unexpected %v after the result", message)
+		}
+	case <-time.After(wait):
+		t.Fatal("Finish did not half-close the stream")
+	}
+	select {
+	case err := <-finished:
+		if err != nil {
+			t.Fatalf("finish: %v", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("Finish did not return")
 	}
 }

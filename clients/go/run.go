@@ -255,7 +255,8 @@ type terminatorSpec struct {
 // run_terminator, the client calls fn in a goroutine of its own and reports the result
 // (a panic is a failure). Terminators run once, in registration order; one still
 // running after 250 ms no longer holds up the next. Registering after the trip runs it
-// at once. fn must be idempotent, quick and non-blocking.
+// at once. A run closed after the trip still runs it and reports its result first (see
+// [Run.Close]). fn must be idempotent, quick and non-blocking.
 //
 // id "" means a fresh id ("callback-1", ...). Returns once the daemon acknowledged it;
 // refusals are [*Error]s: FailedPrecondition (the behaviour forbids it, or the run has
@@ -452,15 +453,33 @@ func (r *Run) Finish(err error) error {
 }
 
 // Close ends the run: reports it unwound if that was not done ([Run.OutcomeFor](nil)),
-// half-closes the stream and gives the daemon up to two seconds to end it, closes the
-// connection, and cancels the run's context (cause [ErrRunClosed] unless it tripped).
-// Errors of a stream that already ended are ignored. Idempotent.
+// lets the terminators the trip asked for report their results (below), half-closes the
+// stream and gives the daemon up to two seconds to end it, closes the connection, and
+// cancels the run's context (cause [ErrRunClosed] unless it tripped). Errors of a stream
+// that already ended are ignored. Idempotent.
+//
+// After the trip Close first waits, up to two seconds, until the daemon has asked to run
+// every callback terminator it acknowledged (it asks for all of them at the trip), then
+// until each run asked for has reported its result, each for 250 ms at most (as one
+// terminator holds up the next): a tool whose work returns the moment it sees the cancel
+// still has its terminators run and their failures reported.
 func (r *Run) Close() error {
 	r.closeOnce.Do(func() {
 		if err := r.Unwound(r.OutcomeFor(nil), ""); err != nil && !errors.Is(err, ErrUnavailable) {
 			r.log.Warn("interrupt-sidecar: could not report unwound", "error", err)
 		}
 		if r.stream != nil {
+			if r.Cancelled() {
+				// The trip asks for every callback terminator on the stream, behind the
+				// cancel; when the doorbell brought the cancel, the work may have ended
+				// before those requests were even read. The daemon has queued them all by
+				// the time the doorbell rings, and it still reads results after unwound,
+				// so waiting here (after unwound, before the half-close) loses nothing.
+				r.stream.awaitRunsAsked(unwindTimeout)
+			}
+			// Terminators the daemon has asked for report their results before the
+			// half-close: after it, a result (a failure above all) could not be written.
+			r.runner.settle()
 			r.stream.close()
 			r.runner.close()
 		}

@@ -23,6 +23,10 @@ type terminatorRunner struct {
 	mu     sync.Mutex
 	queue  []string
 	closed bool
+	// idle is closed while the queue is empty and no run is being started (see settle);
+	// submit replaces it with an open one.
+	idle   chan struct{}
+	isIdle bool
 	wake   chan struct{}
 	done   chan struct{}
 }
@@ -32,9 +36,12 @@ func newTerminatorRunner(lookup func(string) func(), report func(string, string)
 		lookup: lookup,
 		report: report,
 		log:    logger,
+		idle:   make(chan struct{}),
+		isIdle: true,
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
 	}
+	close(r.idle)
 	go r.work()
 	return r
 }
@@ -43,6 +50,10 @@ func newTerminatorRunner(lookup func(string) func(), report func(string, string)
 func (r *terminatorRunner) submit(terminatorID string) {
 	r.mu.Lock()
 	r.queue = append(r.queue, terminatorID)
+	if r.isIdle {
+		r.idle = make(chan struct{})
+		r.isIdle = false
+	}
 	r.mu.Unlock()
 	r.poke()
 }
@@ -59,6 +70,10 @@ func (r *terminatorRunner) work() {
 	for {
 		r.mu.Lock()
 		if len(r.queue) == 0 {
+			if !r.isIdle {
+				r.isIdle = true
+				close(r.idle)
+			}
 			closed := r.closed
 			r.mu.Unlock()
 			if closed {
@@ -74,15 +89,17 @@ func (r *terminatorRunner) work() {
 	}
 }
 
+// start runs one terminator in a goroutine of its own and waits until it has reported
+// its result, or for sequentialWindow at most.
 func (r *terminatorRunner) start(terminatorID string) {
 	callback := r.lookup(terminatorID)
-	if callback == nil {
-		go r.report(terminatorID, fmt.Sprintf("terminator %q is not registered by this tool", terminatorID))
-		return
-	}
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
+		if callback == nil {
+			r.report(terminatorID, fmt.Sprintf("terminator %q is not registered by this tool", terminatorID))
+			return
+		}
 		failure := call(callback)
 		if failure != "" {
 			r.log.Warn("interrupt-sidecar: terminator failed", "terminator_id", terminatorID, "error", failure)
@@ -105,6 +122,22 @@ func call(callback func()) (failure string) {
 	}()
 	callback()
 	return ""
+}
+
+// settle waits until every run asked for so far has started and has reported its result
+// (written it to the stream), except those still running after sequentialWindow, which
+// finish in the background as they do between terminators. So it is bounded: each run
+// holds it up for sequentialWindow at most.
+//
+// Closing the run half-closes the stream, after which no result can be written: a run
+// whose work ended at the trip gets here while the terminators the trip asked for are
+// still running (or still queued behind one another), and their results, a failure
+// above all, would be lost.
+func (r *terminatorRunner) settle() {
+	r.mu.Lock()
+	idle := r.idle
+	r.mu.Unlock()
+	<-idle
 }
 
 // close starts every run asked for so far, then stops the worker. Started terminators

@@ -71,6 +71,15 @@ type toolStream struct {
 	grant      *pb.Doorbell       // the cancel doorbell granted at attach, opened by start
 	doorbell   *doorbell          // set by start (before the reader runs); nil without one
 
+	// The trip's run_terminator requests, for ending a run after the trip (see
+	// awaitRunsAsked). At the trip the daemon asks, on this stream and after the cancel,
+	// to run every callback terminator it holds for this tool; the cancel doorbell brings
+	// the cancel ahead of all of that, so the run's work may end before those requests
+	// are read. All three are under mu.
+	callbacksHeld map[string]struct{} // callback registrations acknowledged, not unregistered
+	runsAsked     map[string]struct{} // run_terminator read (since any unregistration)
+	runAsked      chan struct{}       // closed (and replaced) when runsAsked grows
+
 	onCancel        func(*pb.Cancel)
 	onRunTerminator func(string)
 }
@@ -97,6 +106,10 @@ func openStream(ctx context.Context, address string, hello *pb.Hello, timeout ti
 		pending:    map[string][]*waiter{},
 		ended:      make(chan struct{}),
 		readerDone: make(chan struct{}),
+
+		callbacksHeld: map[string]struct{}{},
+		runsAsked:     map[string]struct{}{},
+		runAsked:      make(chan struct{}),
 	}
 	var timedOut atomic.Bool
 	var timer *time.Timer
@@ -238,7 +251,11 @@ func (s *toolStream) dispatch(message *pb.SidecarMessage) {
 	case *pb.SidecarMessage_Cancel:
 		s.onCancel(m.Cancel)
 	case *pb.SidecarMessage_RunTerminator:
-		s.onRunTerminator(m.RunTerminator.GetTerminatorId())
+		terminatorID := m.RunTerminator.GetTerminatorId()
+		// Queued first, then marked: once awaitRunsAsked sees it asked, the runner has
+		// it, so the settle that follows waits for its result.
+		s.onRunTerminator(terminatorID)
+		s.markRunAsked(terminatorID)
 	case *pb.SidecarMessage_TerminatorRegistered:
 		s.resolve(m.TerminatorRegistered.GetTerminatorId(), answerRegistered, nil)
 	case *pb.SidecarMessage_TerminatorUnregistered:
@@ -370,13 +387,84 @@ func (s *toolStream) register(terminatorID string, spec terminatorSpec) error {
 		request.Kind = &pb.RegisterTerminator_Callback{Callback: &pb.CallbackTerminator{}}
 	}
 	message := &pb.ToolMessage{Message: &pb.ToolMessage_RegisterTerminator{RegisterTerminator: request}}
-	return s.request(message, terminatorID, answerRegistered)
+	if err := s.request(message, terminatorID, answerRegistered); err != nil {
+		return err
+	}
+	if spec.kind == CallbackTerminator {
+		// The daemon holds it now: at the trip (or at once, after one) it asks to run it.
+		// That run_terminator may already have been read (it follows the answer at once
+		// after the trip): runsAsked then has it, and nothing is waited for.
+		s.mu.Lock()
+		s.callbacksHeld[terminatorID] = struct{}{}
+		s.mu.Unlock()
+	}
+	return nil
 }
 
 func (s *toolStream) unregister(terminatorID string) error {
 	request := &pb.UnregisterTerminator{TerminatorId: terminatorID}
 	message := &pb.ToolMessage{Message: &pb.ToolMessage_UnregisterTerminator{UnregisterTerminator: request}}
-	return s.request(message, terminatorID, answerUnregistered)
+	if err := s.request(message, terminatorID, answerUnregistered); err != nil {
+		return err
+	}
+	// A run the daemon asked for before this unregistration has been read already (the
+	// stream keeps the daemon's order); a later registration under the id runs anew.
+	s.mu.Lock()
+	delete(s.callbacksHeld, terminatorID)
+	delete(s.runsAsked, terminatorID)
+	s.mu.Unlock()
+	return nil
+}
+
+// markRunAsked records a run_terminator (on the reader, once the run is queued) and
+// wakes awaitRunsAsked.
+func (s *toolStream) markRunAsked(terminatorID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runsAsked[terminatorID] = struct{}{}
+	close(s.runAsked)
+	s.runAsked = make(chan struct{})
+}
+
+// awaitRunsAsked is for a run that ends after the trip: it waits, at most timeout, until
+// the daemon has asked to run every callback terminator it acknowledged (and that was not
+// unregistered since), or the stream has ended.
+//
+// This is the race it closes: the trip writes the cancel and then one run_terminator per
+// callback terminator on this stream, but the cancel doorbell delivers its copy of the
+// cancel ahead of all of them. The run's context is cancelled, the tool's work returns at
+// once (as it should) and the run goes straight to Close, before the reader has even seen
+// those requests. Once Close half-closes the stream, a terminator's result can no longer be
+// written and the daemon never learns that it failed.
+func (s *toolStream) awaitRunsAsked(timeout time.Duration) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		if s.endErr != nil || s.allRunsAskedLocked() {
+			s.mu.Unlock()
+			return
+		}
+		asked := s.runAsked
+		s.mu.Unlock()
+		select {
+		case <-asked: // one more request: check again
+		case <-s.ended: // nothing more will be asked
+		case <-timer.C:
+			s.log.Debug("interrupt-sidecar: the sidecar did not ask to run every terminator in time", "timeout", timeout)
+			return
+		}
+	}
+}
+
+// allRunsAskedLocked reports whether callbacksHeld ⊆ runsAsked.
+func (s *toolStream) allRunsAskedLocked() bool {
+	for terminatorID := range s.callbacksHeld {
+		if _, asked := s.runsAsked[terminatorID]; !asked {
+			return false
+		}
+	}
+	return true
 }
 
 // reportResult tells the daemon how a callback terminator went (best-effort).
