@@ -20,9 +20,16 @@ import {
   type Cancellation,
 } from "./types";
 
-/** How long closing a run waits for the daemon to end the stream after the tool half-closed it. */
+/**
+ * How long closing a run waits for the daemon to end the stream after the tool half-closed
+ * it; and, after the trip, before that, for the daemon's `run_terminator` of every callback
+ * terminator it holds (see {@link ToolRun.close}).
+ */
 export const CLOSE_TIMEOUT_MS = 2_000;
-/** How long one running (promise-returning) terminator holds up the next one, at most. */
+/**
+ * How long one running (promise-returning) terminator holds up the next one, at most; and
+ * how long closing a run waits for the terminators asked for so far to report their results.
+ */
 export const SEQUENTIAL_WINDOW_MS = 250;
 
 /**
@@ -81,6 +88,9 @@ export interface AttachOptions {
 class TerminatorRunner {
   private readonly queue: string[] = [];
   private working = false;
+  /** Runs asked for whose result has not been reported yet (queued, or started and pending). */
+  private unsettled = 0;
+  private readonly idleWaiters: (() => void)[] = [];
 
   constructor(
     private readonly lookup: (terminatorId: string) => TerminatorCallback | undefined,
@@ -88,6 +98,7 @@ class TerminatorRunner {
   ) {}
 
   submit(terminatorId: string): void {
+    this.unsettled++;
     this.queue.push(terminatorId);
     if (!this.working) {
       this.working = true;
@@ -105,10 +116,38 @@ class TerminatorRunner {
     }
   }
 
+  /**
+   * Wait (at most `windowMs`) until every run asked for so far has started and its result
+   * has been reported. Ending a run half-closes the stream next, after which a result could
+   * no longer be written: work that stops at the trip leaves while its terminators (a
+   * promise that takes 100 ms, say) are still running.
+   */
+  async settle(windowMs: number): Promise<void> {
+    if (this.unsettled === 0) {
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      new Promise<void>((resolve) => this.idleWaiters.push(resolve)),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, windowMs))),
+    ]);
+    clearTimeout(timer);
+  }
+
+  /** Report one run's result (grpc-js writes it ahead of a later half-close), and wake settle(). */
+  private reported(terminatorId: string, error: string): void {
+    this.report(terminatorId, error);
+    if (--this.unsettled === 0) {
+      for (const wake of this.idleWaiters.splice(0)) {
+        wake();
+      }
+    }
+  }
+
   private async start(terminatorId: string): Promise<void> {
     const callback = this.lookup(terminatorId);
     if (callback === undefined) {
-      this.report(terminatorId, `terminator ${JSON.stringify(terminatorId)} is not registered by this tool`);
+      this.reported(terminatorId, `terminator ${JSON.stringify(terminatorId)} is not registered by this tool`);
       return;
     }
     let result: unknown;
@@ -116,18 +155,18 @@ class TerminatorRunner {
       result = callback();
     } catch (error) {
       debug("terminator %s failed: %s", terminatorId, describe(error));
-      this.report(terminatorId, describe(error));
+      this.reported(terminatorId, describe(error));
       return;
     }
     if (!isThenable(result)) {
-      this.report(terminatorId, "");
+      this.reported(terminatorId, "");
       return;
     }
     const settled = Promise.resolve(result).then(
-      () => this.report(terminatorId, ""),
+      () => this.reported(terminatorId, ""),
       (error: unknown) => {
         debug("terminator %s failed: %s", terminatorId, describe(error));
-        this.report(terminatorId, describe(error));
+        this.reported(terminatorId, describe(error));
       },
     );
     // A terminator that hangs holds up the next one by this much only; it finishes on its own.
@@ -309,7 +348,8 @@ export class ToolRun {
   /**
    * Report the run's end (`unwound`) with its outcome. The registrar closes: later
    * registrations are refused with {@link FailedPrecondition}; the stream stays open until
-   * {@link close}, so terminators the daemon asked for before it read this still run.
+   * {@link close}, so terminators the daemon asked for before it read this still run and
+   * report their results (close() waits for them).
    * Idempotent: the first outcome counts. Reporting fails quietly when the daemon is gone.
    */
   unwound(outcome: ToolOutcome = ToolOutcome.COMPLETED, detail = ""): Promise<void> {
@@ -328,13 +368,28 @@ export class ToolRun {
 
   /**
    * End the run: report `unwound` if not done yet (INTERRUPTED when the signal aborted,
-   * else COMPLETED), close the stream and the channel. Idempotent; never rejects for a
-   * dead daemon.
+   * else COMPLETED), let the terminators the daemon asks for run and report their results,
+   * then close the stream and the channel. After the trip that waits (at most
+   * {@link CLOSE_TIMEOUT_MS}) for the daemon to ask for every callback terminator it
+   * acknowledged, then (at most {@link SEQUENTIAL_WINDOW_MS}) for their results.
+   * Idempotent; never rejects for a dead daemon.
    */
   close(): Promise<void> {
     this.closePromise ??= (async () => {
       const interrupted = this.controller.signal.aborted && receivesCancel(this.behavior);
       await this.unwound(interrupted ? ToolOutcome.INTERRUPTED : ToolOutcome.COMPLETED);
+      if (this.stream !== undefined) {
+        if (this.controller.signal.aborted) {
+          // The trip asks for every callback terminator, on the stream behind its cancel.
+          // The doorbell brings the cancel ahead of all that, so work that stops at the
+          // abort gets here before those run_terminator messages are read: half-closing
+          // now would lose their results (the daemon reads results after unwound, but not
+          // after the half-close). Wait for them to be asked for, or for the stream's end.
+          await this.stream.runsAsked(CLOSE_TIMEOUT_MS);
+        }
+        // Terminators asked for so far (one may still be running) report their results first.
+        await this.runner.settle(SEQUENTIAL_WINDOW_MS);
+      }
       await this.stream?.finish(CLOSE_TIMEOUT_MS);
       this.callbacks.clear();
     })();

@@ -79,6 +79,16 @@ export class ToolStream implements RegistrarBackend {
   private doorbellConnection: DoorbellConnection | undefined;
   /** Which way the cancel came first: once set, a cancel coming the other way is the same one again. */
   private cancelPathValue: CancelPath | undefined;
+  /**
+   * Callback terminators the daemon acknowledged (and has not acknowledged unregistering),
+   * and those it has asked to run. At the trip the daemon asks, on this stream and after its
+   * cancel, for every one it holds: when the doorbell brought the cancel first, the run can
+   * be ending while those requests are still on their way (see {@link runsAsked}).
+   */
+  private readonly callbacksHeld = new Set<string>();
+  private readonly runsAskedIds = new Set<string>();
+  /** Woken on each `run_terminator` and when the stream ends or closes: {@link runsAsked} looks again. */
+  private readonly runAskedWaiters: (() => void)[] = [];
 
   constructor(
     private readonly address: string,
@@ -246,6 +256,7 @@ export class ToolStream implements RegistrarBackend {
     this.failPending(this.endError);
     this.markEnded();
     this.wake?.();
+    this.pokeRunAsked(); // nothing more will be asked: runsAsked() stops waiting
   }
 
   private dispatch(message: pb.SidecarMessage): void {
@@ -255,6 +266,8 @@ export class ToolStream implements RegistrarBackend {
         this.takeCancel(cancellationFromPb(body.cancel), "stream");
         break;
       case "runTerminator":
+        this.runsAskedIds.add(body.runTerminator.terminatorId);
+        this.pokeRunAsked();
         this.handlers?.onRunTerminator(body.runTerminator.terminatorId);
         break;
       case "terminatorRegistered":
@@ -372,10 +385,65 @@ export class ToolStream implements RegistrarBackend {
             },
           };
     await this.request({ message: { $case: "registerTerminator", registerTerminator: { terminatorId, kind } } }, terminatorId, "registered");
+    if (spec.kind === "callback") {
+      this.callbacksHeld.add(terminatorId); // the daemon holds it now: the trip asks for it
+    }
   }
 
   async unregister(terminatorId: string): Promise<void> {
     await this.request({ message: { $case: "unregisterTerminator", unregisterTerminator: { terminatorId } } }, terminatorId, "unregistered");
+    // A run the daemon asked for before it read this unregistration has been read already
+    // (the stream keeps the daemon's order); a later registration under the id runs anew.
+    this.callbacksHeld.delete(terminatorId);
+    this.runsAskedIds.delete(terminatorId);
+  }
+
+  /**
+   * After the trip: wait (at most `timeoutMs`) until the daemon has asked to run every
+   * callback terminator it holds for this tool, or the stream has ended (or was closed).
+   *
+   * The daemon asks for each of them at the trip, after the cancel, on this stream. The
+   * doorbell's copy of the cancel comes ahead of all that: the signal aborts, and work that
+   * stops at the abort can reach the end of its run before those `run_terminator` messages
+   * have been read. Once the stream is half-closed their results could no longer be
+   * reported, so ending a run waits for them here first.
+   */
+  async runsAsked(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    let expired = false;
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        expired = true;
+        resolve();
+      }, timeoutMs);
+    });
+    try {
+      while (!expired && !this.closed && this.endError === undefined && !this.allRunsAsked()) {
+        await Promise.race([new Promise<void>((resolve) => this.runAskedWaiters.push(resolve)), deadline]);
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+    if (expired) {
+      const missing = [...this.callbacksHeld].filter((id) => !this.runsAskedIds.has(id));
+      debug("ending the run without run_terminator for %j after %d ms", missing, timeoutMs);
+    }
+  }
+
+  /** callbacksHeld ⊆ runsAsked: the daemon asked for every callback terminator it holds. */
+  private allRunsAsked(): boolean {
+    for (const id of this.callbacksHeld) {
+      if (!this.runsAskedIds.has(id)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private pokeRunAsked(): void {
+    for (const wake of this.runAskedWaiters.splice(0)) {
+      wake();
+    }
   }
 
   /** Tell the daemon how a callback terminator went (best-effort once the stream has ended). */
@@ -418,6 +486,7 @@ export class ToolStream implements RegistrarBackend {
     this.doorbellConnection?.close();
     this.call.cancel();
     this.failPending(new ConnectionLost("the tool's stream to the sidecar was closed"));
+    this.pokeRunAsked(); // nothing more can be read
     this.client.close();
   }
 }

@@ -21,7 +21,10 @@ import { after, afterEach, before, beforeEach, describe, it, mock } from "node:t
 import { Server, ServerCredentials, credentials, type ServerDuplexStream, type ServiceError } from "@grpc/grpc-js";
 
 import * as pb from "../gen/interrupt/v1/interrupt";
-import { DOORBELL_ENV, InterruptBehavior, ToolRun, attach, type Cancellation } from "../src";
+import { setTimeout as sleep } from "node:timers/promises";
+
+import { DOORBELL_ENV, InterruptBehavior, ToolRun, attach, withRun, type Cancellation } from "../src";
+import { CLOSE_TIMEOUT_MS } from "../src/run";
 import { resolveDoorbell } from "../src/config";
 import { MAX_FRAME } from "../src/doorbell";
 
@@ -143,6 +146,10 @@ class FakeDaemon {
   endOnHalfClose = true;
   /** What to do once a doorbell connection wrote its token (the default: ring the cancel). */
   onToken: (socket: net.Socket, token: string) => void = (socket) => socket.write(frame(CANCEL));
+  /** Called with every tool message after the fake handled it (the default: nothing more). */
+  onMessage: (call: AttachCall, message: pb.ToolMessage) => void = () => undefined;
+  /** What the tools wrote, in order: each message's case (`terminatorResult:<id>:<error>`), and `half-close`. */
+  readonly transcript: string[] = [];
   address = "";
   private readonly server = new Server();
   private readonly bell = net.createServer((socket) => this.bellConnected(socket));
@@ -178,9 +185,15 @@ class FakeDaemon {
   private attach(call: AttachCall): void {
     this.calls.push(call);
     call.on("error", () => undefined);
-    call.on("end", () => this.endOnHalfClose && call.end());
+    call.on("end", () => {
+      this.transcript.push("half-close");
+      if (this.endOnHalfClose) call.end();
+    });
     call.on("data", (message: pb.ToolMessage) => {
       const body = message.message;
+      this.transcript.push(
+        body?.$case === "terminatorResult" ? `terminatorResult:${body.terminatorResult.terminatorId}:${body.terminatorResult.error}` : `${body?.$case}`,
+      );
       switch (body?.$case) {
         case "hello":
           this.hellos.push(body.hello);
@@ -189,9 +202,13 @@ class FakeDaemon {
         case "registerTerminator":
           call.write({ message: { $case: "terminatorRegistered", terminatorRegistered: { terminatorId: body.registerTerminator.terminatorId } } });
           break;
+        case "unregisterTerminator":
+          call.write({ message: { $case: "terminatorUnregistered", terminatorUnregistered: { terminatorId: body.unregisterTerminator.terminatorId } } });
+          break;
         default:
           break;
       }
+      this.onMessage(call, message);
     });
   }
 
@@ -360,6 +377,58 @@ describe("doorbell: against a fake daemon", { timeout: 60_000 }, () => {
     await within(streamOf(run).doorbell!.closed, "the client's doorbell close");
     assert.equal(run.signal.aborted, false);
     await run.close();
+  });
+
+  // The doorbell's cancel comes well ahead of the stream's run_terminator messages. Here the
+  // fake holds them back until the tool has reported unwound — its work has ended by then —
+  // so only a close() that waits for them, and for the result, reports it before half-closing.
+  it("runs and reports a terminator the stream asks for only after the work has ended", TEST, async () => {
+    fake.onMessage = (call, message) => {
+      if (message.message?.$case === "unwound") {
+        call.write({ message: { $case: "cancel", cancel: CANCEL } });
+        call.write({ message: { $case: "runTerminator", runTerminator: { terminatorId: "slow_failing" } } });
+      }
+    };
+    fake.onToken = () => undefined; // rung below, once the registration is in
+    let ran = 0;
+    const outcome = withRun({ address: fake.address, token: "t", behavior: InterruptBehavior.THREAD_INTERRUPT }, async (run) => {
+      await run.registerTerminator(async () => {
+        ran++;
+        await sleep(100); // still running when the work has ended
+        throw new Error("the child would not stop");
+      }, "slow_failing");
+      await until(() => fake.bells.length === 1, "the doorbell connection");
+      await within(fake.bells[0]!.token, "the token");
+      fake.bells[0]!.socket.write(frame(CANCEL));
+      await within(aborted(run.signal), "the doorbell's cancel");
+      assert.equal(streamOf(run).cancelPath, "doorbell");
+      run.checkpoint(); // the work ends at once, as it should
+    });
+    await assert.rejects(within(outcome, "the run's end"), { name: "CancelledExecution" });
+    assert.equal(ran, 1);
+    const failed = "terminatorResult:slow_failing:Error: the child would not stop";
+    assert.ok(fake.transcript.includes("half-close"), fake.transcript.join(", "));
+    assert.deepEqual(fake.transcript.slice(-3), ["unwound", failed, "half-close"], "the result is written before the half-close");
+  });
+
+  it("does not wait at close for a callback terminator unregistered before the trip", TEST, async () => {
+    let ranKept!: () => void;
+    const keptRan = new Promise<void>((resolve) => (ranKept = resolve));
+    fake.onToken = () => undefined; // rung below, once the registrations are in
+    const run = await attach({ address: fake.address, token: "t", behavior: InterruptBehavior.THREAD_INTERRUPT });
+    await run.registerTerminator(() => ranKept(), "kept");
+    await run.registerTerminator(() => undefined, "dropped");
+    await run.unregisterTerminator("dropped"); // acknowledged: the trip no longer asks for it
+    await until(() => fake.bells.length === 1, "the doorbell connection");
+    await within(fake.bells[0]!.token, "the token");
+    fake.bells[0]!.socket.write(frame(CANCEL));
+    await within(aborted(run.signal), "the doorbell's cancel");
+    fake.calls[0]!.write({ message: { $case: "runTerminator", runTerminator: { terminatorId: "kept" } } });
+    await within(keptRan, "terminator 'kept' to run");
+    const started = Date.now();
+    await within(run.close(), "the run's close");
+    assert.ok(Date.now() - started < CLOSE_TIMEOUT_MS, `close() waited ${Date.now() - started} ms for a run nobody will ask for`);
+    assert.deepEqual(fake.transcript.slice(-3), ["terminatorResult:kept:", "unwound", "half-close"]);
   });
 
   // Whatever the doorbell does wrong, the tool carries on and takes the stream's cancel.
