@@ -19,6 +19,10 @@ import java.util.function.Function;
  * its own, and the next one starts when it is done — or after {@link #SEQUENTIAL_WINDOW_MS} at
  * most, so a terminator that hangs holds up the others by that much only, while it finishes in
  * the background. The outcome of each goes to {@code report} ({@code terminator_result}).
+ *
+ * <p>{@link #settle} lets the run's end wait for those reports: a worker interrupted at the
+ * trip ends its run while its terminators are still running, and once the stream is
+ * half-closed a result can no longer be written.
  */
 final class TerminatorRunner {
   /** How long one running terminator holds up the next one, at most. */
@@ -33,6 +37,12 @@ final class TerminatorRunner {
   private final LinkedBlockingQueue<String> queue = new LinkedBlockingQueue<>();
   private final ExecutorService workers = Executors.newCachedThreadPool(daemonThreads("worker"));
   private Thread dispatcher;
+  /** Guards {@link #asked} and {@link #reported}; notified on each report. */
+  private final Object progress = new Object();
+  /** Runs submitted so far. */
+  private long asked;
+  /** Runs whose result has been reported (or whose report was attempted). */
+  private long reported;
 
   TerminatorRunner(Function<String, Terminator> lookup, BiConsumer<String, String> report) {
     this.lookup = lookup;
@@ -44,6 +54,9 @@ final class TerminatorRunner {
     if (dispatcher == null) {
       dispatcher = daemonThreads("dispatcher").newThread(this::work);
       dispatcher.start();
+    }
+    synchronized (progress) {
+      asked++;
     }
     queue.add(terminatorId);
   }
@@ -66,7 +79,7 @@ final class TerminatorRunner {
   private void start(String terminatorId) {
     Terminator terminator = lookup.apply(terminatorId);
     if (terminator == null) {
-      report.accept(terminatorId, "terminator '" + terminatorId + "' is not registered by this tool");
+      reportOnce(terminatorId, "terminator '" + terminatorId + "' is not registered by this tool");
       return;
     }
     CompletableFuture<Void> run = CompletableFuture.runAsync(() -> {
@@ -80,7 +93,7 @@ final class TerminatorRunner {
     }, workers);
     run.whenComplete((ignored, failure) -> {
       if (failure == null) {
-        report.accept(terminatorId, "");
+        reportOnce(terminatorId, "");
         return;
       }
       Throwable cause = failure.getCause() != null ? failure.getCause() : failure;
@@ -88,7 +101,7 @@ final class TerminatorRunner {
         cause = cause.getCause();
       }
       LOG.log(Level.WARNING, "terminator '" + terminatorId + "' failed: " + describe(cause));
-      report.accept(terminatorId, describe(cause));
+      reportOnce(terminatorId, describe(cause));
     });
     try {
       run.get(SEQUENTIAL_WINDOW_MS, TimeUnit.MILLISECONDS);
@@ -96,6 +109,51 @@ final class TerminatorRunner {
       // Still running (it finishes in the background), or failed (reported above).
     } catch (InterruptedException stopped) {
       Thread.currentThread().interrupt();
+    }
+  }
+
+  /** Reports one run's result, and counts it as reported for {@link #settle}. */
+  private void reportOnce(String terminatorId, String error) {
+    try {
+      report.accept(terminatorId, error);
+    } finally {
+      synchronized (progress) {
+        reported++;
+        progress.notifyAll();
+      }
+    }
+  }
+
+  /**
+   * Waits (uninterruptibly, at most {@code timeoutMillis}) until every run asked for so far has
+   * started and its result has been reported. The run's end calls it before half-closing the
+   * stream: a result written after the half-close is lost.
+   *
+   * @return false when the timeout passed first (a terminator still running reports later,
+   *     best-effort)
+   */
+  boolean settle(long timeoutMillis) {
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+    boolean interrupted = false;
+    try {
+      synchronized (progress) {
+        while (reported < asked) {
+          long left = deadline - System.nanoTime();
+          if (left <= 0) {
+            return false;
+          }
+          try {
+            TimeUnit.NANOSECONDS.timedWait(progress, left);
+          } catch (InterruptedException again) {
+            interrupted = true; // a THREAD_INTERRUPT worker's: kept for the tool
+          }
+        }
+        return true;
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 

@@ -27,7 +27,11 @@ import java.util.concurrent.atomic.AtomicReference;
  * <p>{@link #close()} reports {@code unwound} to the daemon (unless {@link #unwind} did
  * already), closes the registrar and the stream. Its outcome is {@link ToolOutcome#INTERRUPTED}
  * when an interruptible tool was cancelled, {@link ToolOutcome#COMPLETED} otherwise; {@link
- * Builder#call} derives it from how the tool's code ended instead.
+ * Builder#call} derives it from how the tool's code ended instead. After the trip, closing
+ * first lets the callback terminators finish their part: it waits (at most 2 s) until the
+ * daemon has asked to run each one it holds, then (at most 250 ms) until the ones asked for
+ * have reported their results, so a terminator that fails while the work is already ending is
+ * not lost.
  *
  * <p>{@link InterruptBehavior#THREAD_INTERRUPT}: at the trip the client calls {@link
  * Thread#interrupt()} on the worker — the thread that attached, unless {@link
@@ -191,7 +195,9 @@ public final class ToolRun implements AutoCloseable {
   /**
    * Reports the run's end with an outcome: closes the registrar (later registrations are
    * refused with {@link FailedPreconditionException}) and sends {@code unwound}, keeping the
-   * stream open until {@link #close()}. Idempotent; a stream that is gone is logged, not thrown.
+   * stream open until {@link #close()}: callback terminators the daemon asks for still run,
+   * and report their results, until then. Idempotent; a stream that is gone is logged, not
+   * thrown.
    *
    * @param outcome how the run ended
    * @param detail free text for people and logs ("" for none)
@@ -226,7 +232,10 @@ public final class ToolRun implements AutoCloseable {
 
   /**
    * Unwinds (unless done already: INTERRUPTED when an interruptible tool was cancelled, else
-   * COMPLETED), closes the registrar and the stream. Idempotent; never throws for a lost daemon.
+   * COMPLETED), closes the registrar and the stream. After the trip it first waits (bounded:
+   * 2 s, then 250 ms) until the daemon has asked for every callback terminator it holds and
+   * their results are reported. Idempotent; not cut short by an interrupt; never throws for a
+   * lost daemon.
    */
   @Override
   public void close() {
@@ -236,6 +245,16 @@ public final class ToolRun implements AutoCloseable {
     }
     try {
       if (stream != null) {
+        if (signal.isCancelled()) {
+          // The trip asks for every callback terminator, on the stream, after the cancel. When
+          // the doorbell brought the cancel, the worker it interrupted can get here before
+          // those requests are read: wait for them (or the stream's end), or their results
+          // would come after the half-close below, and be lost.
+          stream.awaitRunsAsked(UNWIND_TIMEOUT);
+        }
+        // Terminators the daemon asked for (one may still be running: the work ended at the
+        // trip without waiting for it) report their results before the half-close.
+        runner.settle(TerminatorRunner.SEQUENTIAL_WINDOW_MS);
         stream.finish(UNWIND_TIMEOUT);
       }
       runner.close(UNWIND_TIMEOUT.toMillis());

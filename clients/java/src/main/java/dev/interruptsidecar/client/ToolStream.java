@@ -13,9 +13,11 @@ import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
@@ -39,6 +41,12 @@ import java.util.function.Consumer;
  * arrives first trips the signal and the other is a duplicate (the daemon sends the same
  * cancel on both, so the cancellation is the same either way). The doorbell is closed when the
  * stream ends and when the tool closes the stream.
+ *
+ * <p>The doorbell's head start has a cost at the run's end: at the trip the daemon writes the
+ * cancel and then one {@code run_terminator} per callback terminator it holds, all on the
+ * stream, so a worker woken by the doorbell can finish before those requests are read. {@link
+ * #awaitRunsAsked} lets the run's end wait for them: a result reported after the half-close
+ * is lost.
  */
 final class ToolStream implements Backend {
   private static final System.Logger LOG = System.getLogger(ToolStream.class.getName());
@@ -78,6 +86,12 @@ final class ToolStream implements Backend {
   /** The path that delivered the cancel first; the other one's copy is dropped. */
   private final AtomicReference<CancelPath> cancelledBy = new AtomicReference<>();
   private final AtomicInteger cancelsHandled = new AtomicInteger();
+  /** Guards {@link #callbacksHeld} and {@link #runsAsked}; notified on each run asked and at the end. */
+  private final Object runs = new Object();
+  /** Callback terminators the daemon acknowledged and that were not unregistered since. */
+  private final Set<String> callbacksHeld = new HashSet<>();
+  /** Callback terminators the daemon asked to run (and that were not unregistered since). */
+  private final Set<String> runsAsked = new HashSet<>();
 
   /** {@code signal} is tripped by the first cancel, from the stream or the doorbell. */
   ToolStream(ManagedChannel channel, String address, Duration requestTimeout,
@@ -176,6 +190,9 @@ final class ToolStream implements Backend {
     // The daemon hangs up the doorbell too; closing our end now frees its thread at once.
     closeDoorbell(null);
     ended.countDown();
+    synchronized (runs) {
+      runs.notifyAll(); // nothing more will be asked: awaitRunsAsked stops waiting
+    }
   }
 
   private void dispatch(Interrupt.SidecarMessage message) {
@@ -192,7 +209,15 @@ final class ToolStream implements Backend {
         cancelled(cancellation(message.getCancel()), CancelPath.STREAM);
         break;
       case RUN_TERMINATOR:
-        onRunTerminator.accept(message.getRunTerminator().getTerminatorId());
+        String terminatorId = message.getRunTerminator().getTerminatorId();
+        // Queued with the runner before it counts as asked: once awaitRunsAsked sees it, the
+        // runner's settle() must already know of the run, or the run's end could half-close
+        // between the two and lose the result.
+        onRunTerminator.accept(terminatorId);
+        synchronized (runs) {
+          runsAsked.add(terminatorId);
+          runs.notifyAll();
+        }
         break;
       case TERMINATOR_REGISTERED:
         resolve(message.getTerminatorRegistered().getTerminatorId(), Answer.REGISTERED, null);
@@ -387,6 +412,9 @@ final class ToolStream implements Backend {
         .setCallback(Interrupt.CallbackTerminator.getDefaultInstance())
         .build();
     request(Interrupt.ToolMessage.newBuilder().setRegisterTerminator(register).build(), terminatorId, Answer.REGISTERED);
+    synchronized (runs) {
+      callbacksHeld.add(terminatorId); // the daemon holds it: it will ask for it at the trip
+    }
   }
 
   @Override
@@ -408,6 +436,48 @@ final class ToolStream implements Backend {
         Interrupt.UnregisterTerminator.newBuilder().setTerminatorId(terminatorId).build();
     request(Interrupt.ToolMessage.newBuilder().setUnregisterTerminator(unregister).build(), terminatorId,
         Answer.UNREGISTERED);
+    // A run asked for before the unregistration has been read already (the stream keeps the
+    // daemon's order); a later registration under the same id is asked for anew.
+    synchronized (runs) {
+      callbacksHeld.remove(terminatorId);
+      runsAsked.remove(terminatorId);
+    }
+  }
+
+  /**
+   * After the trip: waits (uninterruptibly, at most {@code timeout}) until the daemon has asked
+   * to run every callback terminator it holds for this tool, or the stream has ended.
+   *
+   * <p>The daemon asks for each of them at the trip, after the cancel, on this stream. The
+   * doorbell's copy of the cancel comes ahead of all that: a worker it interrupts can reach
+   * the end of its run before those requests are read, and once the tool half-closes their
+   * results could no longer be reported.
+   *
+   * @return false when the timeout passed first
+   */
+  boolean awaitRunsAsked(Duration timeout) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    boolean interrupted = false;
+    try {
+      synchronized (runs) {
+        while (!runsAsked.containsAll(callbacksHeld) && !hasEnded()) {
+          long left = deadline - System.nanoTime();
+          if (left <= 0) {
+            return false;
+          }
+          try {
+            TimeUnit.NANOSECONDS.timedWait(runs, left);
+          } catch (InterruptedException again) {
+            interrupted = true; // a THREAD_INTERRUPT worker's: kept for the tool
+          }
+        }
+        return true;
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
   }
 
   /** Tells the daemon how a callback terminator went (best-effort once the run is over). */

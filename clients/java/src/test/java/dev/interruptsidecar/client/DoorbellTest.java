@@ -29,9 +29,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -198,6 +201,35 @@ class DoorbellTest {
       assertEquals(1, listenerRuns.get());
       assertEquals(expected("streamed"), run.signal().getCancellation().orElseThrow());
     }
+  }
+
+  @Test
+  void aRunAskedForAfterTheWorkEndedIsReportedBeforeTheHalfClose() throws Exception {
+    // The race of a doorbell cancel: the worker it wakes ends the run (unwound, close) before
+    // the stream's run_terminator has been read. Here the fake asks for the run only once it
+    // has read the tool's unwound, and the terminator is still running when close() is called:
+    // its result must still be written before the half-close.
+    sidecar.grant = grant(doorbellPath);
+    sidecar.askAfterUnwound = "slow";
+    ToolRun run = tool(InterruptBehavior.THREAD_INTERRUPT).interruptWorker(false).attach();
+    try {
+      run.registrar().register("slow", () -> {
+        // Waits for the half-close (bounded): a client that does not wait for this result
+        // half-closes first, and the result can no longer be written.
+        sidecar.halfClosed.await(100, TimeUnit.MILLISECONDS);
+        throw new IllegalStateException("the child would not stop");
+      });
+      SocketChannel connection = acceptDoorbell();
+      write(connection, frame(cancel("rung")));
+      assertTrue(run.signal().await(WAIT));
+      assertEquals(Optional.of(ToolStream.CancelPath.DOORBELL), run.stream().cancelPath());
+      run.close(); // the work ended the moment the cancel reached it
+      assertTrue(sidecar.halfClosed.await(WAIT.toSeconds(), TimeUnit.SECONDS), "the tool half-closed");
+    } finally {
+      run.close(); // idempotent
+    }
+    assertEquals(List.of("register_terminator slow", "unwound TOOL_OUTCOME_INTERRUPTED",
+        "terminator_result slow IllegalStateException: the child would not stop", "half-close"), sidecar.received());
   }
 
   @Test
@@ -381,7 +413,10 @@ class DoorbellTest {
     }
   }
 
-  /** A ToolChannelService on a unix socket: answers hello with {@link #grant}, writes when told. */
+  /**
+   * A ToolChannelService on a unix socket: answers hello with {@link #grant} and registrations
+   * with their acknowledgement, writes when told, and records what the tool sent.
+   */
   static final class FakeSidecar extends ToolChannelServiceGrpc.ToolChannelServiceImplBase implements AutoCloseable {
     final String address;
     final BlockingQueue<Interrupt.Hello> hellos = new LinkedBlockingQueue<>();
@@ -389,6 +424,16 @@ class DoorbellTest {
     volatile Interrupt.Doorbell grant;
     /** When set, the execution tripped before the attach: 'attached' says so and this follows. */
     volatile Interrupt.Cancel trippedWith;
+    /**
+     * When set, the fake asks to run this terminator (cancel, then run_terminator, as the
+     * daemon's trip does) only once it has read the tool's unwound: the stream's copy of the
+     * trip comes late.
+     */
+    volatile String askAfterUnwound;
+    /** Counted down when the tool half-closes its stream. */
+    final CountDownLatch halfClosed = new CountDownLatch(1);
+    /** What the tool sent after hello, in order, and "half-close". Guarded by itself. */
+    private final List<String> received = new ArrayList<>();
     private final CompletableFuture<StreamObserver<Interrupt.SidecarMessage>> tool = new CompletableFuture<>();
     private final EventLoopGroup group;
     private final Server server;
@@ -411,7 +456,8 @@ class DoorbellTest {
         @Override
         public void onNext(Interrupt.ToolMessage message) {
           if (!message.hasHello()) {
-            return; // unwound: nothing to answer
+            answer(message, out);
+            return;
           }
           hellos.add(message.getHello());
           Interrupt.Attached.Builder attached = Interrupt.Attached.newBuilder()
@@ -439,9 +485,57 @@ class DoorbellTest {
 
         @Override
         public void onCompleted() {
+          record("half-close");
+          halfClosed.countDown();
           end(out);
         }
       };
+    }
+
+    private void answer(Interrupt.ToolMessage message, StreamObserver<Interrupt.SidecarMessage> out) {
+      switch (message.getMessageCase()) {
+        case REGISTER_TERMINATOR -> {
+          String id = message.getRegisterTerminator().getTerminatorId();
+          record("register_terminator " + id);
+          write(out, Interrupt.SidecarMessage.newBuilder()
+              .setTerminatorRegistered(Interrupt.TerminatorRegistered.newBuilder().setTerminatorId(id)).build());
+        }
+        case UNREGISTER_TERMINATOR -> {
+          String id = message.getUnregisterTerminator().getTerminatorId();
+          record("unregister_terminator " + id);
+          write(out, Interrupt.SidecarMessage.newBuilder()
+              .setTerminatorUnregistered(Interrupt.TerminatorUnregistered.newBuilder().setTerminatorId(id)).build());
+        }
+        case UNWOUND -> {
+          record("unwound " + message.getUnwound().getOutcome());
+          String late = askAfterUnwound;
+          if (late != null) {
+            write(out, Interrupt.SidecarMessage.newBuilder().setCancel(cancel("rung")).build());
+            write(out, Interrupt.SidecarMessage.newBuilder()
+                .setRunTerminator(Interrupt.RunTerminator.newBuilder().setTerminatorId(late)).build());
+          }
+        }
+        case TERMINATOR_RESULT -> record("terminator_result " + message.getTerminatorResult().getTerminatorId()
+            + " " + message.getTerminatorResult().getError());
+        default -> record(message.getMessageCase().name());
+      }
+    }
+
+    private void record(String what) {
+      synchronized (received) {
+        received.add(what);
+      }
+    }
+
+    /** What the tool sent after hello, so far. */
+    List<String> received() {
+      synchronized (received) {
+        return List.copyOf(received);
+      }
+    }
+
+    private synchronized void write(StreamObserver<Interrupt.SidecarMessage> out, Interrupt.SidecarMessage message) {
+      out.onNext(message);
     }
 
     /** Writes on the (one) tool stream. */
