@@ -1,12 +1,12 @@
 //! The tool side: attach to an execution, watch its token, register terminators, unwind.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -18,7 +18,8 @@ use crate::proto::tool_message::Message as Outbound;
 use crate::stream::{Answer, Sink, ToolStream};
 use crate::types::{self, Cancellation, InterruptBehavior, InterruptReason, ToolOutcome};
 
-/// How long `close` waits for the daemon to end the stream after the tool's `unwound`.
+/// How long `close` waits for the daemon to end the stream after the tool's `unwound`,
+/// and, after the trip, for the daemon's `run_terminator` requests.
 const UNWIND_TIMEOUT: Duration = Duration::from_secs(2);
 /// A callback terminator still running after this no longer holds up the next one.
 const SEQUENTIAL_WINDOW: Duration = Duration::from_millis(250);
@@ -291,6 +292,19 @@ struct Registry {
     callbacks: HashMap<String, Callback>,
 }
 
+/// The callback terminators' side of the trip, as far as the stream has told: what ending
+/// a run after the trip waits for (see [`Inner::runs_asked`] and [`Inner::settle`]).
+#[derive(Debug, Default)]
+struct Runs {
+    /// Callback terminators the daemon acknowledged and that were not unregistered since:
+    /// at the trip it asks for every one of them, on the stream, after the cancel.
+    held: HashSet<String>,
+    /// Those it has asked to run (a `run_terminator` read from the stream).
+    asked: HashSet<String>,
+    /// Runs asked for whose result has not been written to the stream yet.
+    unreported: usize,
+}
+
 /// Which way a cancel reached the tool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum CancelPath {
@@ -323,6 +337,8 @@ pub(crate) struct Inner {
     tripped: OnceLock<Tripped>,
     stream: Option<Arc<ToolStream>>,
     registry: Mutex<Registry>,
+    /// A watch, so that ending the run can wait for a change without missing one.
+    runs: watch::Sender<Runs>,
     unwound: AtomicBool,
     #[cfg(test)]
     pub(crate) hooks: hooks::TestHooks,
@@ -344,6 +360,7 @@ impl Inner {
             tripped: OnceLock::new(),
             stream,
             registry: Mutex::new(Registry::default()),
+            runs: watch::Sender::new(Runs::default()),
             unwound: AtomicBool::new(false),
             #[cfg(test)]
             hooks: hooks::TestHooks::default(),
@@ -431,6 +448,7 @@ impl Inner {
     ) -> Result<Terminator> {
         self.check(terminator.kind)?;
         let id = terminator.id.clone();
+        let is_callback = callback.is_some();
         {
             let mut registry = self.registry();
             if id.is_empty() {
@@ -466,7 +484,14 @@ impl Inner {
             )
             .await
         {
-            Ok(()) => Ok(terminator),
+            Ok(()) => {
+                if is_callback {
+                    self.runs.send_modify(|runs| {
+                        runs.held.insert(id);
+                    });
+                }
+                Ok(terminator)
+            }
             Err(error) => {
                 let mut registry = self.registry();
                 registry.live.retain(|t| t.id != id);
@@ -485,20 +510,59 @@ impl Inner {
             registry.live.retain(|t| t.id != terminator_id);
             registry.callbacks.remove(terminator_id);
         }
-        match &self.stream {
-            Some(stream) => {
-                let request = proto::UnregisterTerminator {
-                    terminator_id: terminator_id.to_owned(),
-                };
-                stream
-                    .request(
-                        Outbound::UnregisterTerminator(request),
-                        terminator_id,
-                        Answer::Unregistered,
-                    )
-                    .await
+        let Some(stream) = &self.stream else {
+            return Ok(());
+        };
+        let request = proto::UnregisterTerminator {
+            terminator_id: terminator_id.to_owned(),
+        };
+        stream
+            .request(
+                Outbound::UnregisterTerminator(request),
+                terminator_id,
+                Answer::Unregistered,
+            )
+            .await?;
+        // The daemon no longer holds it: the trip will not ask for it. A run it asked for
+        // before reading the unregistration has been read already (the stream keeps the
+        // daemon's order); a later registration under the same id is asked for anew.
+        self.runs.send_modify(|runs| {
+            runs.held.remove(terminator_id);
+            runs.asked.remove(terminator_id);
+        });
+        Ok(())
+    }
+
+    /// After the trip: waits (at most `limit`) until the daemon has asked to run every
+    /// callback terminator it holds for this tool, or the stream has ended.
+    ///
+    /// This is the race it closes: at the trip the daemon writes the cancel and then one
+    /// `run_terminator` per callback, on the stream; the doorbell's copy of the cancel
+    /// arrives ahead of all that, so work that ends the moment the token trips can reach
+    /// [`Run::close`] before the reader has even read those requests. Half-closing then
+    /// would lose their results: nothing can be reported once the stream is closed.
+    async fn runs_asked(&self, stream: &ToolStream, limit: Duration) {
+        let mut runs = self.runs.subscribe();
+        let ended = stream.ended_token();
+        tokio::select! {
+            // Checks the current state first, then every change (each run_terminator).
+            _ = runs.wait_for(|runs| runs.held.is_subset(&runs.asked)) => {}
+            // Nothing more will be asked.
+            () = ended.cancelled() => {}
+            () = tokio::time::sleep(limit) => {
+                tracing::debug!("the sidecar did not ask for every callback terminator within {limit:?} of the trip");
             }
-            None => Ok(()),
+        }
+    }
+
+    /// Waits (at most `limit`) until every run asked for so far has started and its result
+    /// has been written to the stream: a terminator still running when the work ended (it
+    /// was interrupted at the trip) reports before the stream is half-closed.
+    async fn settle(&self, limit: Duration) {
+        let mut runs = self.runs.subscribe();
+        let settled = tokio::time::timeout(limit, runs.wait_for(|runs| runs.unreported == 0));
+        if settled.await.is_err() {
+            tracing::debug!("a callback terminator was still running {limit:?} after the run ended: its result is not reported");
         }
     }
 
@@ -558,7 +622,15 @@ impl Sink for Dispatch {
     }
 
     fn run_terminator(&self, terminator_id: String) {
-        let _ = self.queue.send(terminator_id);
+        // Counted before it is queued: a run that is ending waits for this one's result.
+        self.inner.runs.send_modify(|runs| {
+            runs.asked.insert(terminator_id.clone());
+            runs.unreported += 1;
+        });
+        if self.queue.send(terminator_id).is_err() {
+            // The runner is gone (the run was closed or dropped): it will never report.
+            self.inner.runs.send_modify(|runs| runs.unreported -= 1);
+        }
     }
 }
 
@@ -573,7 +645,9 @@ async fn run_terminators(
     while let Some(terminator_id) = queued.recv().await {
         let callback = inner.registry().callbacks.remove(&terminator_id);
         let stream = stream.clone();
+        let reported = Reported(inner.clone());
         let report = tokio::spawn(async move {
+            let _reported = reported; // however the task ends
             let error = match callback {
                 None => format!("terminator {terminator_id:?} is not registered by this tool"),
                 Some(callback) => match tokio::task::spawn_blocking(callback).await {
@@ -594,6 +668,16 @@ async fn run_terminators(
             }
         });
         let _ = tokio::time::timeout(SEQUENTIAL_WINDOW, report).await;
+    }
+}
+
+/// Counts one run asked for as reported when dropped: after its result was written, or
+/// could not be (the stream ended), or its task was aborted.
+struct Reported(Arc<Inner>);
+
+impl Drop for Reported {
+    fn drop(&mut self) {
+        self.0.runs.send_modify(|runs| runs.unreported -= 1);
     }
 }
 
@@ -768,7 +852,8 @@ impl Run {
 
     /// Reports the run's end to the daemon with `outcome`, keeping the stream open:
     /// later registrations are refused (FAILED_PRECONDITION), callbacks the daemon asked
-    /// for before it read this still run. Idempotent. Call [`close`](Self::close) after.
+    /// for before it read this still run, and [`close`](Self::close) waits for their
+    /// results. Idempotent. Call [`close`](Self::close) after.
     ///
     /// # Errors
     ///
@@ -812,8 +897,15 @@ impl Run {
     }
 
     /// Ends the run: reports `unwound` if not done yet (INTERRUPTED when the run was sent
-    /// the cancel, else COMPLETED), half-closes the stream, gives the daemon 2 s to end it,
-    /// then drops it and the cancel doorbell's connection. Errors of a dead stream are ignored.
+    /// the cancel, else COMPLETED), lets the callback terminators the daemon asks for report
+    /// their results, half-closes the stream, gives the daemon 2 s to end it, then drops it
+    /// and the cancel doorbell's connection. Errors of a dead stream are ignored.
+    ///
+    /// After the trip it first waits (2 s at most, less if the stream ends) until the
+    /// daemon has asked to run every callback terminator it acknowledged and that was not
+    /// unregistered since; then (250 ms at most) until every terminator asked for has
+    /// started and its result is written. So work that ends the moment the trip reaches it
+    /// can call `close` at once: a terminator that fails meanwhile is still reported.
     pub async fn close(mut self) {
         if !self.is_unwound() {
             let outcome = if self.is_cancelled() && self.inner.behavior.receives_cancel() {
@@ -826,6 +918,17 @@ impl Run {
             }
         }
         if let Some(stream) = &self.inner.stream {
+            if self.is_cancelled() {
+                // The trip asks for every callback terminator on the stream, after the
+                // cancel. When the doorbell brought the cancel, the work may have ended
+                // (and brought us here) before the reader read those requests: wait for
+                // them, or they would be read after the half-close, and their results lost.
+                self.inner.runs_asked(stream, UNWIND_TIMEOUT).await;
+            }
+            // Terminators the daemon asked for report their results before the half-close
+            // (after it, a result can no longer be written): one that is still running
+            // because the work ended as soon as it was interrupted is waited for here.
+            self.inner.settle(SEQUENTIAL_WINDOW).await;
             stream.finish(UNWIND_TIMEOUT).await;
         }
         if let Some(reader) = self.reader.take() {
@@ -968,6 +1071,18 @@ pub(crate) mod hooks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::coordinator_service_client::CoordinatorServiceClient;
+    use crate::proto::execution_event::Event;
+    use crate::test_daemon::Daemon;
+
+    /// The bound of every wait in these tests.
+    const WAIT: Duration = Duration::from_secs(10);
+
+    async fn within<F: Future>(what: &str, future: F) -> F::Output {
+        tokio::time::timeout(WAIT, future)
+            .await
+            .unwrap_or_else(|_| panic!("{what}: not within {WAIT:?}"))
+    }
 
     fn noop(behavior: InterruptBehavior) -> Run {
         Run::noop(behavior)
@@ -1046,5 +1161,88 @@ mod tests {
         assert_eq!(run.reason(), Some(InterruptReason::UserSigint));
         let interrupted = run.interruptible(std::future::pending::<()>()).await;
         assert_eq!(interrupted.unwrap_err().reason, InterruptReason::UserSigint);
+    }
+
+    /// The race of a run that ends at the trip. The daemon asks for the terminators on the
+    /// stream after the cancel, and the doorbell's copy of the cancel comes ahead of that:
+    /// the work can end, and `close` begin, before those requests have been read. Here the
+    /// reader is held before the stream's `run_terminator` until the daemon has read the
+    /// run's `unwound` (so the work has certainly ended): the terminator's result must
+    /// still reach the daemon before the stream is half-closed, as `terminator_failed`.
+    #[tokio::test]
+    async fn a_run_ended_at_the_trip_reports_a_terminator_asked_for_after_it_ended() {
+        let start = tokio::task::spawn_blocking(|| Daemon::start("leave-at-trip"));
+        let Some(daemon) = within("the daemon's start", start).await.unwrap() else {
+            return;
+        };
+        let (execution_id, token) = daemon.begin();
+        let channel = within(
+            "the coordinator",
+            config::connect(&daemon.address, Some(WAIT)),
+        )
+        .await
+        .unwrap();
+        let watch = proto::WatchExecutionRequest {
+            execution_id: execution_id.clone(),
+            hold: false,
+        };
+        let mut events = within(
+            "the watch",
+            CoordinatorServiceClient::new(channel).watch_execution(watch),
+        )
+        .await
+        .unwrap()
+        .into_inner();
+        let options = daemon.options(InterruptBehavior::ThreadInterrupt, &token);
+        let run = within("the attach", attach(options)).await.unwrap();
+        let stream = run.inner.stream.clone().expect("attached");
+        stream.hold_runs.send_replace(true);
+        within(
+            "the registration",
+            // A panic without the panic hook: with RUST_BACKTRACE=1 the default hook first
+            // resolves a backtrace (100-150 ms in a debug build), eating into the 250 ms
+            // close gives the result. What is under test here is the held request.
+            run.register_terminator("slow_failing", || {
+                std::panic::resume_unwind(Box::new("the child would not stop"))
+            }),
+        )
+        .await
+        .unwrap();
+
+        let mut interrupt = tokio::process::Command::from(daemon.command(&[
+            "interrupt",
+            "--reason",
+            "USER_SIGINT",
+            &execution_id,
+        ]));
+        let output = within("the interrupt", interrupt.kill_on_drop(true).output()).await;
+        let output = output.unwrap();
+        assert!(output.status.success(), "{output:?}");
+        let work = within("the trip", run.interruptible(std::future::pending::<()>())).await;
+        assert_eq!(work.unwrap_err().reason, InterruptReason::UserSigint);
+
+        // The daemon's events until the tool's stream ends; the held run_terminator is let
+        // through once the daemon has read unwound.
+        let watcher = tokio::spawn(async move {
+            let mut failed = None;
+            while let Some(event) = events.message().await.unwrap() {
+                match event.event {
+                    Some(Event::ToolUnwound(_)) => {
+                        stream.hold_runs.send_replace(false);
+                    }
+                    Some(Event::TerminatorFailed(event)) => failed = Some(event),
+                    Some(Event::ToolDetached(_)) => break,
+                    _ => {}
+                }
+            }
+            failed
+        });
+        within("the close", run.close()).await;
+        let failed = within("the tool's stream to end", watcher)
+            .await
+            .unwrap()
+            .expect("no terminator_failed before the tool's stream ended");
+        assert_eq!(failed.terminator_id, "slow_failing");
+        assert!(failed.message.contains("would not stop"), "{failed:?}");
     }
 }

@@ -72,6 +72,10 @@ pub(crate) struct ToolStream {
     outbox: Mutex<Option<mpsc::Sender<proto::ToolMessage>>>,
     state: Mutex<State>,
     ended: CancellationToken,
+    /// For the tests: while true, the reader stops before each `run_terminator` (as if it
+    /// had not arrived yet) until this turns false.
+    #[cfg(test)]
+    pub(crate) hold_runs: tokio::sync::watch::Sender<bool>,
 }
 
 impl ToolStream {
@@ -97,6 +101,8 @@ impl ToolStream {
             outbox: Mutex::new(Some(outbox)),
             state: Mutex::new(State::default()),
             ended: CancellationToken::new(),
+            #[cfg(test)]
+            hold_runs: tokio::sync::watch::Sender::new(false),
         });
         let handshake = async {
             let mut client = ToolChannelServiceClient::new(channel);
@@ -169,7 +175,11 @@ impl ToolStream {
             match inbound.message().await {
                 Ok(Some(proto::SidecarMessage {
                     message: Some(message),
-                })) => self.dispatch(message, sink.as_ref()),
+                })) => {
+                    #[cfg(test)]
+                    self.held_back(&message).await;
+                    self.dispatch(message, sink.as_ref());
+                }
                 Ok(Some(_)) => {} // a message newer than this client
                 Ok(None) => {
                     break Error::ConnectionLost(Details::new(
@@ -200,6 +210,16 @@ impl ToolStream {
             );
         }
         self.ended.cancel();
+    }
+
+    /// Waits while the tests hold `run_terminator` messages back ([`Self::hold_runs`]).
+    #[cfg(test)]
+    async fn held_back(&self, message: &Inbound) {
+        if matches!(message, Inbound::RunTerminator(_)) {
+            let mut held = self.hold_runs.subscribe();
+            // The sender lives as long as the stream: this only ends when released.
+            let _released = held.wait_for(|held| !held).await.is_ok();
+        }
     }
 
     fn dispatch(&self, message: Inbound, sink: &dyn Sink) {
