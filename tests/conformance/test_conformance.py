@@ -239,6 +239,29 @@ def fifo_terminators(stage: Stage) -> None:
     stage.coordinator.end(turn.execution_id)
 
 
+def leave_at_trip(stage: Stage) -> None:
+    turn = stage.coordinator.begin()
+    events: Generator[ExecutionEvent, None, None] = stage.coordinator.watch(turn.execution_id)  # type: ignore[assignment]
+    assert next(events).kind is EventKind.SNAPSHOT
+    driver = stage.start(turn.attach_token)
+    driver.expect("registered", terminator_id="slow_failing")
+    stage.coordinator.interrupt(turn.execution_id, reason=InterruptReason.USER_SIGINT)
+    driver.expect("ended", reason="USER_SIGINT")
+    driver.finish()
+    # After the stream ends nothing more can be reported: what the tool reported is in.
+    seen: list[ExecutionEvent] = []
+    for event in events:
+        seen.append(event)
+        if event.kind is EventKind.TOOL_DETACHED:
+            break
+    events.close()
+    kinds = [event.kind.value for event in seen]
+    failed = [event.proto.terminator_failed for event in seen if event.kind is EventKind.TERMINATOR_FAILED]
+    assert failed, f"no terminator_failed before the tool's stream ended: {kinds}\n{driver.transcript()}"
+    assert failed[0].terminator_id == "slow_failing" and "would not stop" in failed[0].message, failed[0]
+    stage.coordinator.end(turn.execution_id)
+
+
 def register_after_unwound(stage: Stage) -> None:
     turn = stage.coordinator.begin()
     driver = stage.start(turn.attach_token)
@@ -321,6 +344,7 @@ SCENARIO_FUNCTIONS: dict[str, Callable[[Stage], None]] = {
         non_interruptible,
         register_after_trip,
         fifo_terminators,
+        leave_at_trip,
         register_after_unwound,
         process_group,
         stale_execution,
