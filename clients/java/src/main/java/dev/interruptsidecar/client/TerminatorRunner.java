@@ -1,6 +1,7 @@
 package dev.interruptsidecar.client;
 
 import java.lang.System.Logger.Level;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -133,28 +134,8 @@ final class TerminatorRunner {
    *     best-effort)
    */
   boolean settle(long timeoutMillis) {
-    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
-    boolean interrupted = false;
-    try {
-      synchronized (progress) {
-        while (reported < asked) {
-          long left = deadline - System.nanoTime();
-          if (left <= 0) {
-            return false;
-          }
-          try {
-            TimeUnit.NANOSECONDS.timedWait(progress, left);
-          } catch (InterruptedException again) {
-            interrupted = true; // a THREAD_INTERRUPT worker's: kept for the tool
-          }
-        }
-        return true;
-      }
-    } finally {
-      if (interrupted) {
-        Thread.currentThread().interrupt();
-      }
-    }
+    // Uninterruptibly: a THREAD_INTERRUPT worker being interrupted keeps its status for the tool.
+    return Uninterruptibly.waitFor(progress, () -> reported >= asked, Duration.ofMillis(timeoutMillis));
   }
 
   static String describe(Throwable error) {

@@ -21,7 +21,6 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -456,28 +455,7 @@ final class ToolStream implements Backend {
    * @return false when the timeout passed first
    */
   boolean awaitRunsAsked(Duration timeout) {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    boolean interrupted = false;
-    try {
-      synchronized (runs) {
-        while (!runsAsked.containsAll(callbacksHeld) && !hasEnded()) {
-          long left = deadline - System.nanoTime();
-          if (left <= 0) {
-            return false;
-          }
-          try {
-            TimeUnit.NANOSECONDS.timedWait(runs, left);
-          } catch (InterruptedException again) {
-            interrupted = true; // a THREAD_INTERRUPT worker's: kept for the tool
-          }
-        }
-        return true;
-      }
-    } finally {
-      if (interrupted) {
-        Thread.currentThread().interrupt();
-      }
-    }
+    return Uninterruptibly.waitFor(runs, () -> runsAsked.containsAll(callbacksHeld) || hasEnded(), timeout);
   }
 
   /** Tells the daemon how a callback terminator went (best-effort once the run is over). */

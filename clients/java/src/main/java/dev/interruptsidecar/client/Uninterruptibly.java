@@ -6,6 +6,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.BooleanSupplier;
 
 /**
  * Bounded waits that a {@link Thread#interrupt()} does not cut short: the client's own short
@@ -65,6 +66,37 @@ final class Uninterruptibly {
         } catch (InterruptedException again) {
           interrupted = true;
         }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /**
+   * Waits on {@code monitor} until {@code done} holds, checked while holding it (whoever changes
+   * what it reads calls {@code monitor.notifyAll()}), or until {@code timeout} has passed.
+   *
+   * @return whether {@code done} held
+   */
+  static boolean waitFor(Object monitor, BooleanSupplier done, Duration timeout) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    boolean interrupted = false;
+    try {
+      synchronized (monitor) {
+        while (!done.getAsBoolean()) {
+          long left = deadline - System.nanoTime();
+          if (left <= 0) {
+            return false;
+          }
+          try {
+            TimeUnit.NANOSECONDS.timedWait(monitor, left);
+          } catch (InterruptedException again) {
+            interrupted = true;
+          }
+        }
+        return true;
       }
     } finally {
       if (interrupted) {
