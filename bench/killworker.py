@@ -35,8 +35,8 @@ from typing import Any
 
 import grpc
 from google.protobuf.duration_pb2 import Duration
-from interrupt.v1 import interrupt_pb2 as pb
-from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 from bench.clients import RECV_TIMEOUT_S, _Outgoing, channel
 from bench.procs import cpu_seconds

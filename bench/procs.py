@@ -123,7 +123,7 @@ def start_server(name: str, argv: list[str], tcp: bool, with_token: bool = False
 
 
 def start_daemon(loop: str, tcp: bool = True, grace: str = "500ms") -> Server:
-    argv = [sys.executable, "-m", "sidecar", "serve", "--metrics-listen", "", "--loop", loop]
+    argv = [sys.executable, "-m", "interrupt_sidecar", "serve", "--metrics-listen", "", "--loop", loop]
     argv += ["--log-level", "WARNING", "--grace", grace]
     return start_server(f"daemon[{loop}]", argv, tcp, with_token=tcp)
 

@@ -3,7 +3,7 @@
 py-spy (from the ``[bench]`` extra) attaches to a fresh daemon by PID (``--nonblocking``, so
 the daemon is not paused) while one workload runs: single-tool delivery (busy), fan-out to
 1,000 tools, polite kills. Each profile is summarised as the functions with the most
-samples on-CPU, self and inclusive (frames under ``sidecar/`` and the grpc/asyncio frames
+samples on-CPU, self and inclusive (frames under ``interrupt_sidecar/`` and the grpc/asyncio frames
 they sit on), and kept in ``bench/results/profile-<workload>.txt`` (collapsed stacks, the
 input of flamegraph tools)."""
 
@@ -58,7 +58,11 @@ def summarize(collapsed: Path, top: int = 12) -> dict[str, Any]:
             inclusive[frame] += count
     # The entry-point frames (cli.py, __main__.py) are under everything: leave them out.
     ours = Counter(
-        {f: c for f, c in inclusive.items() if "sidecar/" in f and not f.endswith(("cli.py)", "__main__.py)"))}
+        {
+            f: c
+            for f, c in inclusive.items()
+            if "interrupt_sidecar/" in f and not f.endswith(("cli.py)", "__main__.py)"))
+        }
     )
     return {
         "samples": total,
@@ -72,7 +76,7 @@ def render(summaries: dict[str, Any]) -> str:
     lines: list[str] = []
     for name, summary in summaries.items():
         lines += [f"**{name}** ({summary['samples']} samples at {RATE} Hz, on-CPU only)", ""]
-        lines += ["| top self | % | top `sidecar/` inclusive | % |", "|---|---|---|---|"]
+        lines += ["| top self | % | top `interrupt_sidecar/` inclusive | % |", "|---|---|---|---|"]
         for (a, pa), (b, pb) in zip(summary["top_self"], summary["top_sidecar_inclusive"], strict=False):
             lines.append(f"| `{a}` | {pa} | `{b}` | {pb} |")
         lines.append("")

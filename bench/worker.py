@@ -27,8 +27,8 @@ import time
 from typing import Any
 
 import grpc
-from interrupt.v1 import interrupt_pb2 as pb
-from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 from bench.clients import CHANNEL_OPTIONS, _Outgoing, read_doorbell, ring_doorbell
 from bench.floor import READY, run

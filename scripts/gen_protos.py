@@ -5,7 +5,8 @@
 
 Generated code is never edited by hand: protos/ is laid out so that the import
 path of each file ("interrupt/v1/interrupt.proto") is its package path, so the
-generated imports (``from interrupt.v1 import interrupt_pb2``) work as emitted.
+generated imports work as emitted (Python stages that path below its package's own
+namespace first: see protogen/python.py).
 """
 
 from __future__ import annotations

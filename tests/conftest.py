@@ -46,7 +46,7 @@ def group_members(pgid: int) -> list[int]:
 
 @dataclass
 class DaemonProcess:
-    """A daemon started with ``python -m sidecar serve``; stopped by its PID."""
+    """A daemon started with ``python -m interrupt_sidecar serve``; stopped by its PID."""
 
     address: str
     process: subprocess.Popen[str]
@@ -84,7 +84,7 @@ def start_daemon(directory: Path, *extra: str, env: dict[str, str] | None = None
     socket_path = directory / "sidecar.sock"
     address = f"unix://{socket_path}"
     process = subprocess.Popen(
-        [sys.executable, "-m", "sidecar", "serve", "--listen", address, "--metrics-listen", "", *extra],
+        [sys.executable, "-m", "interrupt_sidecar", "serve", "--listen", address, "--metrics-listen", "", *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
+from interrupt_sidecar.config import default_socket_path
 from interrupt_sidecar_client._config import default_address
-
-from sidecar.config import default_socket_path
 
 
 @pytest.mark.parametrize("runtime_dir", [None, "/run/user/1000"])

@@ -1,4 +1,4 @@
-"""The garbage-collection pacer (sidecar.gc_pacer): young collections from a loop timer,
+"""The garbage-collection pacer (interrupt_sidecar.gc_pacer): young collections from a loop timer,
 with automatic collection as a safety net, and handed back to CPython when quiet."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import gc
 from collections.abc import Iterator
 
 import pytest
+from interrupt_sidecar.gc_pacer import SAFETY_NET_FACTOR, GcPacer
 
-from sidecar.gc_pacer import SAFETY_NET_FACTOR, GcPacer
 from tests.client.support import aeventually
 
 pytestmark = pytest.mark.timeout(20)

@@ -18,8 +18,8 @@ import asyncio
 import time
 from typing import Any
 
-from interrupt.v1 import interrupt_pb2 as pb
-from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 from bench import stats
 from bench.clients import channel

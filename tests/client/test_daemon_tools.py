@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from interrupt.v1 import interrupt_pb2 as pb
 from interrupt_sidecar_client import (
     CancellationSignal,
     CancelledExecution,
@@ -30,6 +29,7 @@ from interrupt_sidecar_client import (
     aio,
     attach,
 )
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 
 from tests.client.support import WAIT_S, Watcher, aeventually, eventually, group_members
 from tests.conftest import DaemonProcess

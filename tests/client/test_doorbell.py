@@ -22,7 +22,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-from interrupt.v1 import interrupt_pb2 as pb
 from interrupt_sidecar_client import (
     Cancellation,
     CancellationSignal,
@@ -36,6 +35,7 @@ from interrupt_sidecar_client import (
 )
 from interrupt_sidecar_client._config import DOORBELL_ENV
 from interrupt_sidecar_client._doorbell import DoorbellClient
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 from interrupt_sidecar_client._stream import ToolStream
 from interrupt_sidecar_client._types import cancellation_from_pb
 

@@ -8,7 +8,6 @@ import grpc
 import interrupt_sidecar_client
 import interrupt_sidecar_client.aio
 import pytest
-from interrupt.v1 import interrupt_pb2 as pb
 from interrupt_sidecar_client import (
     AlreadyExists,
     DeadlineExceeded,
@@ -25,6 +24,7 @@ from interrupt_sidecar_client import (
     Unavailable,
 )
 from interrupt_sidecar_client._errors import error_for
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 
 pytestmark = pytest.mark.timeout(30)
 

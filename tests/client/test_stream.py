@@ -10,7 +10,6 @@ import asyncio
 
 import grpc
 import pytest
-from interrupt.v1 import interrupt_pb2 as pb
 from interrupt_sidecar_client import (
     AlreadyExists,
     CancelledExecution,
@@ -27,6 +26,7 @@ from interrupt_sidecar_client import (
     Unavailable,
     aio,
 )
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 
 from tests.client.support import WAIT_S, FakeSidecar, Peer, attached
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import grpc
 import pytest
-from interrupt.v1 import interrupt_pb2 as pb
-from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+from interrupt_sidecar.config import ConfigError, ServeConfig, build_serve_config, parse_duration
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
-from sidecar.config import ConfigError, ServeConfig, build_serve_config, parse_duration
 from tests.conftest import ROOT, DaemonProcess, start_daemon
 from tests.daemon.wire import RawTool, eventually
 
@@ -116,7 +116,7 @@ def test_durations() -> None:
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "sidecar", *args],
+        [sys.executable, "-m", "interrupt_sidecar", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -154,7 +154,7 @@ async def test_serves_on_tcp_loopback_with_either_loop(tmp_short: Path, loop: st
         [
             sys.executable,
             "-m",
-            "sidecar",
+            "interrupt_sidecar",
             "serve",
             "--listen",
             "127.0.0.1:0",

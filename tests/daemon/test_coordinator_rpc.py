@@ -9,12 +9,12 @@ import grpc
 import pytest
 from google.protobuf.duration_pb2 import Duration
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from interrupt.v1 import interrupt_pb2 as pb
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 
 from tests.daemon.wire import RawTool, eventually, watch
 
 if TYPE_CHECKING:
-    from interrupt.v1.interrupt_pb2_grpc import CoordinatorServiceAsyncStub as Stub
+    from interrupt_sidecar_client._proto.interrupt.v1.interrupt_pb2_grpc import CoordinatorServiceAsyncStub as Stub
 
 SIGINT = pb.INTERRUPT_REASON_USER_SIGINT
 

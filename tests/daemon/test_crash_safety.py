@@ -23,8 +23,8 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from interrupt.v1 import interrupt_pb2 as pb
-from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 from tests.conftest import ROOT, DaemonProcess, group_members, start_daemon
 from tests.daemon.wire import RawTool, Watch, eventually
@@ -345,7 +345,7 @@ def test_a_second_daemon_on_the_same_state_dir_is_refused(state_dir: Path) -> No
             [
                 sys.executable,
                 "-m",
-                "sidecar",
+                "interrupt_sidecar",
                 "serve",
                 "--listen",
                 f"unix://{other}/s.sock",

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import grpc
 import pytest
-from interrupt.v1 import interrupt_pb2 as pb
-from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+from interrupt_sidecar.config import ConfigError, build_serve_config
+from interrupt_sidecar.services import doorbell as doorbell_module
+from interrupt_sidecar.services.doorbell import TOKEN_LENGTH, DoorbellListener, cancel_frame
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
-from sidecar.config import ConfigError, build_serve_config
-from sidecar.services import doorbell as doorbell_module
-from sidecar.services.doorbell import TOKEN_LENGTH, DoorbellListener, cancel_frame
 from tests.conftest import ROOT, DaemonProcess, start_daemon
 from tests.daemon.wire import RECV_TIMEOUT_S, RawTool, eventually
 from tests.observability.support import free_port, sample_value, scrape
@@ -218,7 +218,7 @@ def test_a_stale_doorbell_socket_is_replaced_and_a_file_is_refused(tmp_short: Pa
     assert proc.stop() == 0, proc.stderr
     path.write_text("not a socket")
     result = subprocess.run(
-        [sys.executable, "-m", "sidecar", "serve", "--listen", f"unix://{tmp_short}/sidecar.sock"],
+        [sys.executable, "-m", "interrupt_sidecar", "serve", "--listen", f"unix://{tmp_short}/sidecar.sock"],
         capture_output=True,
         text=True,
         cwd=ROOT,

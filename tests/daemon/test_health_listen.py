@@ -8,8 +8,8 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from interrupt.v1 import interrupt_pb2 as pb
-from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 from tests.conftest import free_port, start_daemon
 

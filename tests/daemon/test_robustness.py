@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 import grpc
 from google.protobuf.duration_pb2 import Duration
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from interrupt.v1 import interrupt_pb2 as pb
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 
 from tests.conftest import DaemonProcess
 from tests.daemon.wire import RawTool, eventually
 
 if TYPE_CHECKING:
-    from interrupt.v1.interrupt_pb2_grpc import CoordinatorServiceAsyncStub as Stub
+    from interrupt_sidecar_client._proto.interrupt.v1.interrupt_pb2_grpc import CoordinatorServiceAsyncStub as Stub
 
 STREAMS = 40
 MESSAGES_PER_STREAM = 25

@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
-from interrupt.v1 import interrupt_pb2 as pb
-from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 RECV_TIMEOUT_S = 10.0
 

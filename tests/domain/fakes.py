@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from sidecar.domain.execution import Execution, Terminator, ToolRun
-from sidecar.domain.types import Instant, Trip
+from interrupt_sidecar.domain.execution import Execution, Terminator, ToolRun
+from interrupt_sidecar.domain.types import Instant, Trip
 
 
 @dataclass

@@ -9,11 +9,10 @@ from collections.abc import Awaitable, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
-from sidecar.domain.coordinator import Coordinator, CoordinatorLimits, ExecutionSpec
-from sidecar.domain.execution import CallbackSpec, Execution, ProcessGroupSpec, ToolRun
-from sidecar.domain.types import Instant, InterruptBehavior, InterruptReason, ToolOutcome, Trip
-from sidecar.errors import (
+from interrupt_sidecar.domain.coordinator import Coordinator, CoordinatorLimits, ExecutionSpec
+from interrupt_sidecar.domain.execution import CallbackSpec, Execution, ProcessGroupSpec, ToolRun
+from interrupt_sidecar.domain.types import Instant, InterruptBehavior, InterruptReason, ToolOutcome, Trip
+from interrupt_sidecar.errors import (
     AlreadyExists,
     FailedPrecondition,
     InvalidArgument,
@@ -21,6 +20,7 @@ from sidecar.errors import (
     PermissionDenied,
     Unauthenticated,
 )
+
 from tests.domain.fakes import ManualClock, RecordingEffects
 
 GRACE = 500_000_000

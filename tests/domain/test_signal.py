@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from sidecar.domain.signal import CancellationSignal
-from sidecar.domain.types import Instant, InterruptReason, Trip
+from interrupt_sidecar.domain.signal import CancellationSignal
+from interrupt_sidecar.domain.types import Instant, InterruptReason, Trip
 
 AT = Instant(1, 1)
 

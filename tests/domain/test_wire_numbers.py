@@ -5,9 +5,8 @@ from __future__ import annotations
 import enum
 
 import pytest
-from interrupt.v1 import interrupt_pb2 as pb
-
-from sidecar.domain.types import InterruptBehavior, InterruptReason, ToolOutcome
+from interrupt_sidecar.domain.types import InterruptBehavior, InterruptReason, ToolOutcome
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 
 
 @pytest.mark.parametrize(

@@ -22,8 +22,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from interrupt.v1 import interrupt_pb2 as pb
-from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 from tests.conftest import DaemonProcess, free_port, start_daemon
 from tests.daemon.wire import RawTool
@@ -294,7 +294,12 @@ def test_the_cli_sends_the_coordinator_credential_from_the_environment(token_dae
         if token is not None:
             env["INTERRUPT_SIDECAR_AUTH_TOKEN"] = token
         return subprocess.run(
-            [sys.executable, "-m", "sidecar", *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=30
+            [sys.executable, "-m", "interrupt_sidecar", *args],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=env,
+            timeout=30,
         )
 
     refused = cli("begin", "--session", "chat-7", token=None)

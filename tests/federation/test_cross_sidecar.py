@@ -16,8 +16,8 @@ from pathlib import Path
 import grpc
 import pytest
 from google.protobuf.duration_pb2 import Duration
-from interrupt.v1 import interrupt_pb2 as pb
-from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 from tests.conftest import DaemonProcess, free_port, start_daemon
 from tests.daemon.wire import RawTool, Watch, eventually

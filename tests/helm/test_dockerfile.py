@@ -96,13 +96,16 @@ def test_wheels_of_the_daemon_and_the_client_build(tmp_path: Path) -> None:
     assert set(wheels) == {"interrupt_sidecar", "interrupt_sidecar_client"}
     with zipfile.ZipFile(wheels["interrupt_sidecar"]) as daemon:
         names = daemon.namelist()
-        assert "sidecar/cli.py" in names and "sidecar/server.py" in names
+        assert "interrupt_sidecar/cli.py" in names and "interrupt_sidecar/server.py" in names
         entry_points = daemon.read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
-        assert "interrupt-sidecar = sidecar.cli:main" in entry_points
+        assert "interrupt-sidecar = interrupt_sidecar.cli:main" in entry_points
         metadata = daemon.read(next(n for n in names if n.endswith("METADATA"))).decode()
         assert "Requires-Dist: interrupt-sidecar-client==0.1.0" in metadata
         assert "Requires-Dist: grpcio-health-checking" in metadata  # the exec probe imports it
     with zipfile.ZipFile(wheels["interrupt_sidecar_client"]) as client:
         names = client.namelist()
         assert "interrupt_sidecar_client/__init__.py" in names
-        assert "interrupt/v1/interrupt_pb2.py" in names  # the generated code travels along
+        assert (
+            "interrupt_sidecar_client/_proto/interrupt/v1/interrupt_pb2.py" in names
+        )  # the generated code travels along
+        assert not any(n.startswith(("interrupt/", "sidecar/")) for n in names)  # no top-level name but our own

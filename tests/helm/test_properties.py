@@ -13,9 +13,9 @@ from typing import Any
 import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
+from interrupt_sidecar.cli import build_parser
+from interrupt_sidecar.config import ListenAddress, ServeConfig, build_serve_config
 
-from sidecar.cli import build_parser
-from sidecar.config import ListenAddress, ServeConfig, build_serve_config
 from tests.helm.chart import (
     ALERTS,
     CHART,

@@ -8,14 +8,13 @@ import signal
 import subprocess
 
 import pytest
+from interrupt_sidecar.domain.types import InterruptBehavior, InterruptReason
+from interrupt_sidecar.errors import FailedPrecondition, SidecarError
+from interrupt_sidecar.metrics import LATENCY_BUCKETS, PrometheusObserver
+from interrupt_sidecar.osedge.process_groups import ProcessGroups
+from interrupt_sidecar.runtime.observer import NOOP_OBSERVER, REFUSAL_CAUSES, TripObserver, refusal_cause
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
-
-from sidecar.domain.types import InterruptBehavior, InterruptReason
-from sidecar.errors import FailedPrecondition, SidecarError
-from sidecar.metrics import LATENCY_BUCKETS, PrometheusObserver
-from sidecar.osedge.process_groups import ProcessGroups
-from sidecar.runtime.observer import NOOP_OBSERVER, REFUSAL_CAUSES, TripObserver, refusal_cause
 
 P = "interrupt_sidecar"
 USER = InterruptReason.USER_SIGINT
@@ -161,7 +160,7 @@ def test_gauges_follow_executions_and_streams(registry: CollectorRegistry, obser
     assert (
         registry.get_sample_value(
             f"{P}_build_info",
-            {"version": __import__("sidecar").__version__, "python": __import__("platform").python_version()},
+            {"version": __import__("interrupt_sidecar").__version__, "python": __import__("platform").python_version()},
         )
         == 1
     )

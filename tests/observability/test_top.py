@@ -19,7 +19,7 @@ class _Top:
 
     def __init__(self, address: str, *args: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "sidecar", "top", "--address", address, *args],
+            [sys.executable, "-m", "interrupt_sidecar", "top", "--address", address, *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -95,7 +95,16 @@ def test_top_shows_executions_tools_and_trips_live(daemon: DaemonProcess) -> Non
 
 def test_top_reports_an_unreachable_daemon_with_exit_4() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "sidecar", "top", "--address", "unix:///tmp/isd-nobody-here.sock", "--iterations", "1"],
+        [
+            sys.executable,
+            "-m",
+            "interrupt_sidecar",
+            "top",
+            "--address",
+            "unix:///tmp/isd-nobody-here.sock",
+            "--iterations",
+            "1",
+        ],
         capture_output=True,
         text=True,
         cwd=ROOT,

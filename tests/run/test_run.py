@@ -19,16 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from interrupt.v1 import interrupt_pb2 as pb
-from interrupt_sidecar_client import BegunExecution, Coordinator, EventKind, InterruptReason
-
-from sidecar.wrapper import (
+from interrupt_sidecar.wrapper import (
     EXIT_INTERRUPTED,
     EXIT_NOT_FOUND,
     EXIT_REFUSED,
     EXIT_UNREACHABLE,
     EXIT_USAGE,
 )
+from interrupt_sidecar_client import BegunExecution, Coordinator, EventKind, InterruptReason
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+
 from tests.conftest import ROOT, DaemonProcess
 
 EXIT_DEADLINE_S = 15.0
@@ -73,7 +73,7 @@ def read_int(path: Path) -> int | None:
 
 
 class Wrapper:
-    """One ``python -m sidecar run ... -- CMD`` process."""
+    """One ``python -m interrupt_sidecar run ... -- CMD`` process."""
 
     def __init__(
         self,
@@ -85,7 +85,7 @@ class Wrapper:
         base = {k: v for k, v in os.environ.items() if not k.startswith("INTERRUPT_SIDECAR_")}
         self.started = time.monotonic()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "sidecar", "run", *options, "--", *command],
+            [sys.executable, "-m", "interrupt_sidecar", "run", *options, "--", *command],
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -437,7 +437,7 @@ def test_non_interruptible_runs_to_completion_through_a_trip(
 def test_usage_errors_exit_2(tmp_path: Path, options: tuple[str, ...], message: str) -> None:
     command = [] if not options else ["true"]
     result = subprocess.run(
-        [sys.executable, "-m", "sidecar", "run", *options, "--", *command],
+        [sys.executable, "-m", "interrupt_sidecar", "run", *options, "--", *command],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -455,7 +455,7 @@ def test_a_command_run_from_a_terminal_can_read_it(wrappers: list[Wrapper], turn
     if script_tool is None:
         pytest.skip("util-linux script (to get a terminal) is not installed")
     wrapper_line = shlex.join(
-        [sys.executable, "-m", "sidecar", "run", "--", "sh", "-c", 'read x; echo "got $x"; exit 3']
+        [sys.executable, "-m", "interrupt_sidecar", "run", "--", "sh", "-c", 'read x; echo "got $x"; exit 3']
     )
     base = {k: v for k, v in os.environ.items() if not k.startswith("INTERRUPT_SIDECAR_")}
     terminal = subprocess.Popen(

@@ -12,16 +12,15 @@ import time
 from typing import Any, cast
 
 import pytest
-from interrupt.v1 import interrupt_pb2 as pb
-
-from sidecar.domain.coordinator import Coordinator, ExecutionSpec
-from sidecar.domain.execution import Execution
-from sidecar.domain.types import InterruptBehavior, InterruptReason, SystemClock
-from sidecar.osedge.process_groups import ProcessGroups
-from sidecar.runtime.trip_path import _ANSWER_AFTER_CANCELS_S, TripPath
-from sidecar.runtime.watch import WatchHub
-from sidecar.services.status import Context
-from sidecar.services.tool_channel import AttachSession
+from interrupt_sidecar.domain.coordinator import Coordinator, ExecutionSpec
+from interrupt_sidecar.domain.execution import Execution
+from interrupt_sidecar.domain.types import InterruptBehavior, InterruptReason, SystemClock
+from interrupt_sidecar.osedge.process_groups import ProcessGroups
+from interrupt_sidecar.runtime.trip_path import _ANSWER_AFTER_CANCELS_S, TripPath
+from interrupt_sidecar.runtime.watch import WatchHub
+from interrupt_sidecar.services.status import Context
+from interrupt_sidecar.services.tool_channel import AttachSession
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 
 pytestmark = pytest.mark.timeout(10)
 

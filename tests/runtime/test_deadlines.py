@@ -11,12 +11,11 @@ import asyncio
 
 import pytest
 import uvloop
-
-from sidecar.domain.coordinator import Coordinator, ExecutionSpec
-from sidecar.domain.types import InterruptReason, SystemClock
-from sidecar.osedge.process_groups import ProcessGroups
-from sidecar.runtime.trip_path import TripPath
-from sidecar.runtime.watch import WatchHub
+from interrupt_sidecar.domain.coordinator import Coordinator, ExecutionSpec
+from interrupt_sidecar.domain.types import InterruptReason, SystemClock
+from interrupt_sidecar.osedge.process_groups import ProcessGroups
+from interrupt_sidecar.runtime.trip_path import TripPath
+from interrupt_sidecar.runtime.watch import WatchHub
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -7,13 +7,12 @@ In-process: the real trip path, coordinator and watch hub."""
 from __future__ import annotations
 
 import pytest
-
-from sidecar.domain.coordinator import Coordinator, ExecutionSpec
-from sidecar.domain.types import InterruptBehavior, SystemClock, ToolOutcome
-from sidecar.osedge.process_groups import ProcessGroups
-from sidecar.runtime import events
-from sidecar.runtime.trip_path import TripPath
-from sidecar.runtime.watch import WatchHub
+from interrupt_sidecar.domain.coordinator import Coordinator, ExecutionSpec
+from interrupt_sidecar.domain.types import InterruptBehavior, SystemClock, ToolOutcome
+from interrupt_sidecar.osedge.process_groups import ProcessGroups
+from interrupt_sidecar.runtime import events
+from interrupt_sidecar.runtime.trip_path import TripPath
+from interrupt_sidecar.runtime.watch import WatchHub
 
 pytestmark = pytest.mark.timeout(10)
 

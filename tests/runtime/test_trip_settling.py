@@ -12,17 +12,16 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from interrupt.v1 import interrupt_pb2 as pb
-
-from sidecar.domain.coordinator import Coordinator, ExecutionSpec
-from sidecar.domain.execution import Execution
-from sidecar.domain.types import InterruptBehavior, InterruptReason, SystemClock, ToolOutcome
-from sidecar.osedge.journal import Journal
-from sidecar.osedge.process_groups import ProcessGroups
-from sidecar.runtime import events
-from sidecar.runtime.trip_path import TripPath
-from sidecar.runtime.watch import Subscription, WatchHub
-from sidecar.services.tool_channel import AttachSession
+from interrupt_sidecar.domain.coordinator import Coordinator, ExecutionSpec
+from interrupt_sidecar.domain.execution import Execution
+from interrupt_sidecar.domain.types import InterruptBehavior, InterruptReason, SystemClock, ToolOutcome
+from interrupt_sidecar.osedge.journal import Journal
+from interrupt_sidecar.osedge.process_groups import ProcessGroups
+from interrupt_sidecar.runtime import events
+from interrupt_sidecar.runtime.trip_path import TripPath
+from interrupt_sidecar.runtime.watch import Subscription, WatchHub
+from interrupt_sidecar.services.tool_channel import AttachSession
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 
 pytestmark = pytest.mark.timeout(10)
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
+from interrupt_sidecar.domain.coordinator import Coordinator, ExecutionSpec
+from interrupt_sidecar.domain.execution import RemoteParent
+from interrupt_sidecar.domain.types import InterruptBehavior, InterruptReason, SystemClock
+from interrupt_sidecar.services import convert
 
-from sidecar.domain.coordinator import Coordinator, ExecutionSpec
-from sidecar.domain.execution import RemoteParent
-from sidecar.domain.types import InterruptBehavior, InterruptReason, SystemClock
-from sidecar.services import convert
 from tests.domain.fakes import RecordingEffects
 
 pytestmark = pytest.mark.timeout(10)

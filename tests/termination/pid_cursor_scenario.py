@@ -23,8 +23,8 @@ import time
 import traceback
 from typing import Any
 
-from sidecar.osedge import procfs
-from sidecar.osedge.process_groups import ProcessGroups
+from interrupt_sidecar.osedge import procfs
+from interrupt_sidecar.osedge.process_groups import ProcessGroups
 
 DEADLINE_S = 10.0
 listings = 0
@@ -152,7 +152,7 @@ def run(checks: dict[str, bool], facts: dict[str, Any]) -> None:
     facts["window_s"] = window
 
     # A nested PID namespace without its own /proc: /proc is ours there, so the cursor is off.
-    probe = "from sidecar.osedge.procfs import _PidCursor; print(_PidCursor().read())"
+    probe = "from interrupt_sidecar.osedge.procfs import _PidCursor; print(_PidCursor().read())"
     nested = subprocess.run(
         ["unshare", "--pid", "--fork", sys.executable, "-c", probe], capture_output=True, text=True, timeout=DEADLINE_S
     )

@@ -30,8 +30,8 @@ from typing import Any
 
 import grpc
 from google.protobuf.duration_pb2 import Duration
-from interrupt.v1 import interrupt_pb2 as pb
-from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 ROOT = Path(__file__).resolve().parents[2]
 KITCHEN_SINK = Path(__file__).resolve().parent / "kitchen_sink.py"
@@ -180,7 +180,7 @@ class Scenario:
     def start_daemon(self) -> tuple[subprocess.Popen[bytes], str]:
         address = f"unix://{self.directory}/s.sock"
         daemon = self.spawn(
-            [sys.executable, "-m", "sidecar", "serve", "--listen", address, "--metrics-listen", ""],
+            [sys.executable, "-m", "interrupt_sidecar", "serve", "--listen", address, "--metrics-listen", ""],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=self.daemon_log.open("wb"),

@@ -20,8 +20,8 @@ from typing import Any
 import grpc
 import pytest
 from google.protobuf.duration_pb2 import Duration
-from interrupt.v1 import interrupt_pb2 as pb
-from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 from tests.conftest import ROOT
 from tests.daemon.wire import RawTool, Watch, eventually, watch
@@ -33,7 +33,7 @@ EXTERNAL = pb.INTERRUPT_BEHAVIOR_EXTERNALLY_TERMINATED
 GONE_TIMEOUT_S = 3.0
 
 
-# -- /proc, read independently of sidecar.osedge ---------------------------------------------
+# -- /proc, read independently of interrupt_sidecar.osedge ---------------------------------------------
 
 
 @dataclass(frozen=True)

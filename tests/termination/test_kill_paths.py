@@ -11,7 +11,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 from tests.conftest import DaemonProcess
 from tests.daemon.wire import eventually

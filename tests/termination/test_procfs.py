@@ -14,9 +14,9 @@ import sys
 from collections.abc import Callable, Iterator
 
 import pytest
+from interrupt_sidecar.osedge import procfs
+from interrupt_sidecar.osedge.process_groups import ProcessGroups
 
-from sidecar.osedge import procfs
-from sidecar.osedge.process_groups import ProcessGroups
 from tests.client.support import eventually
 
 pytestmark = pytest.mark.timeout(30)

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import grpc
 import pytest
-from interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+from interrupt_sidecar.errors import SidecarError
+from interrupt_sidecar.osedge.process_groups import GroupIdentity, ProcessGroups
+from interrupt_sidecar.runtime.observer import refusal_cause
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
-from sidecar.errors import SidecarError
-from sidecar.osedge.process_groups import GroupIdentity, ProcessGroups
-from sidecar.runtime.observer import refusal_cause
 from tests.conftest import DaemonProcess, start_daemon
 from tests.daemon.wire import eventually
 from tests.termination.support import (

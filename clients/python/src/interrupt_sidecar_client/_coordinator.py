@@ -9,10 +9,10 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 
 import grpc
-from interrupt.v1 import interrupt_pb2, interrupt_pb2_grpc
 
 from interrupt_sidecar_client._config import AUTH_TOKEN_ENV, CHANNEL_OPTIONS, resolve_address
 from interrupt_sidecar_client._errors import error_from_rpc
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2, interrupt_pb2_grpc
 from interrupt_sidecar_client._types import (
     BegunExecution,
     ExecutionEvent,

@@ -21,8 +21,8 @@ from asyncio.trsock import TransportSocket
 from collections.abc import Callable
 
 from google.protobuf.message import DecodeError
-from interrupt.v1 import interrupt_pb2
 
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2
 from interrupt_sidecar_client._types import Cancellation, cancellation_from_pb
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import grpc
-from interrupt.v1 import interrupt_pb2, interrupt_pb2_grpc
 
 from interrupt_sidecar_client._doorbell import DoorbellClient
 from interrupt_sidecar_client._errors import (
@@ -32,6 +31,7 @@ from interrupt_sidecar_client._errors import (
     error_for,
     error_from_rpc,
 )
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2, interrupt_pb2_grpc
 from interrupt_sidecar_client._registrar import CallbackSpec, ProcessGroupSpec, TerminatorSpec
 from interrupt_sidecar_client._types import Cancellation, ToolOutcome, cancellation_from_pb, outcome_to_pb
 

@@ -10,11 +10,11 @@ from types import TracebackType
 from typing import Any
 
 import grpc
-from interrupt.v1 import interrupt_pb2
 
 from interrupt_sidecar_client._config import CHANNEL_OPTIONS, resolve_tool
 from interrupt_sidecar_client._errors import CancelledExecution
 from interrupt_sidecar_client._interrupt import InterruptScope, TaskInterrupter
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2
 from interrupt_sidecar_client._registrar import (
     SEQUENTIAL_WINDOW,
     AsyncTerminatorRegistrar,

@@ -14,7 +14,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TypeVar, cast
 
 from google.protobuf import duration_pb2, timestamp_pb2
-from interrupt.v1 import interrupt_pb2
+
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2
 
 __all__ = [
     "BegunExecution",
