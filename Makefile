@@ -66,6 +66,12 @@ docs: install
 check-docs: install
 	$(BIN)/python scripts/gen_docs.py --check
 
+# One version: every manifest agrees with sidecar/interrupt_sidecar/__init__.py
+# (tests/test_version.py runs it in `make test`). To release another:
+# python3 scripts/check_version.py --set X.Y.Z
+version-check:
+	$(PYTHON) scripts/check_version.py
+
 lint: install-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
