@@ -96,6 +96,9 @@ SOURCES = [
     (ROOT / "clients" / "typescript" / "src", "*.ts"),
     (ROOT / "clients" / "java" / "src" / "main", "*.java"),
     (ROOT / "clients" / "rust" / "src", "*.rs"),
+    # The chart hands the agent its variables.
+    (ROOT / "helm" / "interrupt-sidecar", "*.yaml"),
+    (ROOT / "helm" / "interrupt-sidecar", "*.tpl"),
 ]
 GENERATED = ("_proto", "gen")
 

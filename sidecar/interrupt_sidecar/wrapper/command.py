@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from interrupt_sidecar_client import InterruptBehavior
+from interrupt_sidecar_client._config import resolve_address
 
 from interrupt_sidecar import exits, settings
 from interrupt_sidecar.settings import ConfigError, parse_duration
@@ -17,7 +18,6 @@ from interrupt_sidecar.wrapper.exits import EXIT_INTERNAL, EXIT_USAGE, exec_fail
 from interrupt_sidecar.wrapper.spawn import FORWARDED_SIGNALS, become_subreaper, reset_signals_for_exec, spawn_gated
 from interrupt_sidecar.wrapper.supervisor import RunOptions, supervise
 
-ADDRESS_ENV = settings.ADDRESS.env
 TOKEN_ENV = settings.TOKEN.env
 
 #: The behaviours a wrapped executable can have. THREAD_INTERRUPT has no meaning for a
@@ -91,7 +91,7 @@ def _options(args: argparse.Namespace, token: str) -> RunOptions:
         if behavior is not InterruptBehavior.EXTERNALLY_TERMINATED:
             raise ConfigError("--kill-after applies to EXTERNALLY_TERMINATED only (nothing is SIGKILLed otherwise)")
         kill_after = parse_duration(args.kill_after, "--kill-after") / 1e9
-    address = args.address or os.environ.get(ADDRESS_ENV, "").strip() or None
+    address = resolve_address(args.address)
     return RunOptions(
         command=tuple(command),
         address=address,
