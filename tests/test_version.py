@@ -41,7 +41,8 @@ def repo(tmp_path: Path, check_version: ModuleType) -> Path:
     for rel in required:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(ROOT / rel, tmp_path / rel)
-    (tmp_path / "README.md").write_text("docker build -t REGISTRY/interrupt-sidecar:0.1.0 .\n")
+    version = check_version.source_version(ROOT)
+    (tmp_path / "README.md").write_text(f"docker build -t REGISTRY/interrupt-sidecar:{version} .\n")
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True, timeout=30)
     subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True, timeout=30)
     assert check_version.check(tmp_path) == []
@@ -69,9 +70,10 @@ def test_a_copy_the_check_does_not_know_is_refused(repo: Path, check_version: Mo
 
 def test_set_rewrites_the_source_and_every_copy(repo: Path, check_version: ModuleType) -> None:
     old = check_version.source_version(repo)
-    count = check_version.set_version("1.2.3", repo)
+    new = "1.2.3"  # not written next to a pattern: this file is scanned too
+    count = check_version.set_version(new, repo)
     assert count >= 18
-    assert check_version.source_version(repo) == "1.2.3"
+    assert check_version.source_version(repo) == new
     assert check_version.check(repo) == []
     assert old not in (repo / "clients" / "typescript" / "package-lock.json").read_text()[:400]
-    assert "REGISTRY/interrupt-sidecar:1.2.3" in (repo / "README.md").read_text()
+    assert f"REGISTRY/interrupt-sidecar:{new}" in (repo / "README.md").read_text()

@@ -235,8 +235,10 @@ class Setting(Generic[T]):
     def text(self, flag: str | None, env: Mapping[str, str]) -> str | None:
         """The flag, else the variable, else the default; None when none is set.
 
-        A variable that is set but empty counts as set: ``INTERRUPT_SIDECAR_GRACE=`` is an
-        error, not the default, so a typo in a deployment cannot pass for intent.
+        An empty value means "none" for a setting without a default (``--metrics-listen ""``
+        disables metrics, as the docs say). For a setting with a default it is a value, and
+        refused: ``INTERRUPT_SIDECAR_GRACE=`` is an error, not 500ms, so a deployment's
+        missing value cannot pass for intent.
         """
         text = flag if flag is not None else env.get(self.env, self.default)
         if text == "" and self.default is None:
