@@ -55,8 +55,11 @@ COPIES = (
         (SOURCE, "clients/python/src/interrupt_sidecar_client/__init__.py"),
         only_there=True,
     ),
-    # The daemon's pin on the client (and what tests and docs say it is).
-    Copy("pin on the Python client", _re(r"interrupt-sidecar-client==\s*{V}")),
+    # The daemon's pin on the client, and pins in tests and docs (pip install interrupt-sidecar==...).
+    Copy("pip pin", _re(r"interrupt-sidecar(?:-client)?==\s*{V}")),
+    # Install lines in docs: npm install @interrupt-sidecar/client@..., a Cargo dependency.
+    Copy("npm install", _re(r"@interrupt-sidecar/client@{V}\b")),
+    Copy("Cargo dependency", _re(r'interrupt-sidecar-client = (?:\{ *version = )?"{V}"')),
     Copy("Helm chart version", _re(r"^version: {V}$"), ("helm/interrupt-sidecar/Chart.yaml",), only_there=True),
     Copy(
         "Helm appVersion (the image tag)",

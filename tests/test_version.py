@@ -62,7 +62,7 @@ def test_a_copy_that_disagrees_is_named(repo: Path, check_version: ModuleType) -
 
 def test_a_copy_the_check_does_not_know_is_refused(repo: Path, check_version: ModuleType) -> None:
     version = check_version.source_version(repo)
-    (repo / "docs.md").write_text(f"pip install interrupt-sidecar=={version}\n")
+    (repo / "docs.md").write_text(f"Version {version} is out.\n")
     subprocess.run(["git", "add", "docs.md"], cwd=repo, check=True, timeout=30)
     (problem,) = check_version.check(repo)
     assert problem.startswith("docs.md:1: mentions") and "add a pattern" in problem
