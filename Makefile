@@ -2,7 +2,9 @@
 #   make demo   install the daemon into .venv, start it, attach a Python tool,
 #               interrupt it, print the measured latency, stop the daemon
 #   make test   install everything the tests need, then run every check and test
-# Also: make serve (run the daemon in the foreground), make protos (regenerate).
+# Also: make serve (run the daemon in the foreground), make protos (regenerate),
+# make docs (regenerate docs/configuration.md from the settings and exit-code tables),
+# make version-check (every manifest carries the version of sidecar/interrupt_sidecar/__init__.py).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -10,7 +12,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 BUF    := tools/node_modules/.bin/buf
 
-.PHONY: demo serve test install install-test protos check-protos lint typecheck clients pytest clean
+.PHONY: demo serve test install install-test protos check-protos docs check-docs version-check lint typecheck clients pytest clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +57,20 @@ check-protos: install-test
 	$(BIN)/python scripts/gen_protos.py --check
 	$(BUF) lint
 	$(BUF) format --diff --exit-code
+
+# docs/configuration.md is rendered from interrupt_sidecar.settings and .exits, never edited
+# (tests/test_settings.py runs the check in `make test`).
+docs: install
+	$(BIN)/python scripts/gen_docs.py
+
+check-docs: install
+	$(BIN)/python scripts/gen_docs.py --check
+
+# One version: every manifest agrees with sidecar/interrupt_sidecar/__init__.py
+# (tests/test_version.py runs it in `make test`). To release another:
+# python3 scripts/check_version.py --set X.Y.Z
+version-check:
+	$(PYTHON) scripts/check_version.py
 
 lint: install-test
 	$(BIN)/ruff check .

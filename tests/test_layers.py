@@ -50,9 +50,11 @@ def test_layer_imports_point_down(layer: str) -> None:
 
 # `interrupt-sidecar run` (sidecar/wrapper) is a top layer and a *client* of the daemon:
 # it reaches the daemon over gRPC with the Python client, never through its internals. The
-# one shared piece is the OS edge's /proc reader (interrupt_sidecar.osedge.procfs), which holds no
-# daemon state: both kill trees the same way.
-WRAPPER_ALLOWED = {"wrapper", "config", "errors", "osedge.procfs"}
+# shared pieces hold no daemon state: the OS edge's /proc reader (interrupt_sidecar.osedge.procfs),
+# so both kill trees the same way; and the CLI's one table of settings and of exit codes
+# (interrupt_sidecar.settings, interrupt_sidecar.exits), so `run` reads the same variables and
+# returns the same codes as every other subcommand.
+WRAPPER_ALLOWED = {"wrapper", "config", "settings", "exits", "errors", "osedge.procfs"}
 DAEMON_LAYERS = ("domain", "osedge", "runtime", "services", "metrics")
 
 

@@ -1,16 +1,9 @@
 """``interrupt-sidecar``: serve the daemon, or drive it from a shell.
 
-Exit codes (the same for every subcommand):
-
-====  =====================================================================
-0     success
-1     unexpected internal error
-2     usage error: a bad flag, argument or environment variable
-3     ``serve`` could not start (socket in use, directory not creatable)
-4     cannot reach the daemon (client subcommands)
-5     the daemon refused the request (its status and message are printed)
-6     ``serve`` was forced down by a second SIGTERM/SIGINT
-====  =====================================================================
+The flags and variables of ``serve`` (and ``--address``/``--token`` of the client
+subcommands) come from the table in :mod:`interrupt_sidecar.settings`; the exit codes, the
+same for every subcommand, from :mod:`interrupt_sidecar.exits`. Both are rendered into
+``docs/configuration.md`` (``make docs``).
 """
 
 from __future__ import annotations
@@ -28,13 +21,15 @@ from typing import Any
 import grpc
 from google.protobuf import json_format
 from google.protobuf.duration_pb2 import Duration
+from interrupt_sidecar_client._config import resolve_address
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
-from interrupt_sidecar import __version__
-from interrupt_sidecar.config import ENV_PREFIX, ConfigError, build_serve_config, default_socket_path, parse_duration
+from interrupt_sidecar import __version__, exits, settings
+from interrupt_sidecar.config import ConfigError, serve_config
+from interrupt_sidecar.exits import EXIT_OK, EXIT_REFUSED, EXIT_SIGINT, EXIT_UNREACHABLE, EXIT_USAGE
+from interrupt_sidecar.settings import parse_duration
 
-EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_STARTUP, EXIT_UNREACHABLE, EXIT_REFUSED, EXIT_FORCED = range(7)
 REASONS = [name.removeprefix("INTERRUPT_REASON_") for name in pb.InterruptReason.keys()[1:]]
 
 
@@ -42,92 +37,16 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = sub.add_parser(
         "serve",
         help="run the daemon",
-        description="Run the daemon. Every flag has an INTERRUPT_SIDECAR_* environment twin; the flag wins.",
+        description=f"Run the daemon. Every flag has an {settings.ENV_PREFIX}* environment twin "
+        f"({settings.GRACE.flag}: {settings.GRACE.env}); the flag wins.",
     )
-    p.add_argument(
-        "--listen",
-        action="append",
-        metavar="ADDRESS",
-        help="unix:///path/to.sock or HOST:PORT; repeatable (env INTERRUPT_SIDECAR_LISTEN, comma-separated; "
-        "default: a unix socket under $XDG_RUNTIME_DIR or /tmp)",
-    )
-    p.add_argument("--metrics-listen", metavar="HOST:PORT", help="serve /metrics here; empty disables (default)")
-    p.add_argument("--state-dir", metavar="DIR", help="directory for the daemon's state (created owner-only)")
-    p.add_argument("--grace", metavar="DURATION", help="default grace after a trip (default 500ms)")
-    p.add_argument("--loop", choices=["auto", "uvloop", "asyncio"], help="event loop (default auto: uvloop if present)")
-    p.add_argument(
-        "--allow-insecure-tcp",
-        action="store_const",
-        const=True,
-        help="allow plaintext TCP on non-loopback addresses (anyone who can connect can interrupt and kill)",
-    )
-    p.add_argument("--shutdown-timeout", metavar="DURATION", help="bound on the SIGTERM sequence (default 10s)")
-    p.add_argument(
-        "--allow-uid",
-        action="append",
-        metavar="UID",
-        help="also accept process groups whose members run as UID (repeatable; the daemon's own uid always)",
-    )
-    p.add_argument(
-        "--auth-token-file",
-        metavar="PATH",
-        help="bearer token of the coordinator role, required on TCP listeners (callers send it as "
-        "`authorization: Bearer <token>`; clients read INTERRUPT_SIDECAR_AUTH_TOKEN)",
-    )
-    p.add_argument("--tls-cert", metavar="PATH", help="PEM certificate chain for TCP listeners (TLS)")
-    p.add_argument("--tls-key", metavar="PATH", help="PEM private key of --tls-cert")
-    p.add_argument(
-        "--tls-client-ca",
-        metavar="PATH",
-        help="require client certificates signed by this CA on TCP listeners (mTLS; grants the coordinator role)",
-    )
-    p.add_argument(
-        "--remote-parent-timeout",
-        metavar="DURATION",
-        help="how long a remote parent's daemon may stay unreachable before its children trip (default 10s)",
-    )
-    p.add_argument(
-        "--health-listen",
-        metavar="HOST:PORT",
-        help="also serve only grpc.health.v1 here (for Kubernetes grpc probes; grants nothing, any host allowed)",
-    )
-    p.add_argument(
-        "--doorbell",
-        metavar="auto|off|PATH",
-        help="unix socket that rings each tool's cancel ahead of its stream, for tools that ask "
-        "(default auto: beside the first unix --listen socket, as PATH.doorbell)",
-    )
-    p.add_argument(
-        "--holder-grace",
-        metavar="DURATION",
-        help="after a restart, how long a held execution without a lease waits for its holder (default 10s)",
-    )
-    p.add_argument("--log-level", metavar="LEVEL", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
+    settings.add_serve_arguments(p)
     p.set_defaults(func=_serve)
 
 
 def _serve(args: argparse.Namespace) -> int:
     try:
-        config = build_serve_config(
-            listen=args.listen,
-            metrics_listen=args.metrics_listen,
-            state_dir=args.state_dir,
-            grace=args.grace,
-            loop=args.loop,
-            allow_insecure_tcp=args.allow_insecure_tcp,
-            shutdown_timeout=args.shutdown_timeout,
-            log_level=args.log_level,
-            env=os.environ,
-            allow_uids=args.allow_uid,
-            holder_grace=args.holder_grace,
-            health_listen=args.health_listen,
-            auth_token_file=args.auth_token_file,
-            tls_cert=args.tls_cert,
-            tls_key=args.tls_key,
-            tls_client_ca=args.tls_client_ca,
-            remote_parent_timeout=args.remote_parent_timeout,
-            doorbell=args.doorbell,
-        )
+        config = serve_config(vars(args), os.environ)
     except ConfigError as err:
         print(f"interrupt-sidecar serve: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -143,14 +62,11 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _address(args: argparse.Namespace) -> str:
-    if args.address:
-        return str(args.address)
-    env = os.environ.get(ENV_PREFIX + "ADDRESS")
-    return env or f"unix://{default_socket_path(os.environ)}"
+    return resolve_address(args.address)
 
 
 class _WithCredential:
-    """A stub whose every call carries the coordinator credential (INTERRUPT_SIDECAR_AUTH_TOKEN)."""
+    """A stub whose every call carries the coordinator credential (``settings.AUTH_TOKEN``)."""
 
     def __init__(self, stub: pb_grpc.CoordinatorServiceStub, token: str) -> None:
         self._stub = stub
@@ -162,7 +78,7 @@ class _WithCredential:
 
 
 def _call(args: argparse.Namespace, fn: Callable[[Any], Any]) -> Any:
-    token = os.environ.get("INTERRUPT_SIDECAR_AUTH_TOKEN", "").strip()
+    token = os.environ.get(settings.AUTH_TOKEN.env, "").strip()
     with grpc.insecure_channel(_address(args)) as channel:
         stub = pb_grpc.CoordinatorServiceStub(channel)
         return fn(_WithCredential(stub, token) if token else stub)
@@ -205,9 +121,7 @@ def _begin(args: argparse.Namespace) -> int:
     _print(
         args,
         response,
-        _shell_exports(
-            {"INTERRUPT_SIDECAR_EXECUTION": response.execution_id, "INTERRUPT_SIDECAR_TOKEN": response.attach_token}
-        ),
+        _shell_exports({settings.EXECUTION_ENV: response.execution_id, settings.TOKEN.env: response.attach_token}),
     )
     return EXIT_OK
 
@@ -275,7 +189,7 @@ def _status(args: argparse.Namespace) -> int:
 
 def _add_client(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--address", help="the daemon (default $INTERRUPT_SIDECAR_ADDRESS, else the default socket)")
+    settings.ADDRESS.add_to(common)
     common.add_argument("--json", action="store_true", help="print the response as JSON")
 
     p = sub.add_parser(
@@ -322,8 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="interrupt-sidecar",
         description="A language-neutral cancellation daemon over gRPC.",
-        epilog="Exit codes: 0 ok, 1 internal error, 2 usage, 3 serve could not start, 4 daemon unreachable, "
-        "5 request refused, 6 forced shutdown.",
+        epilog=exits.epilog("cli"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"interrupt-sidecar {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -359,4 +273,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"interrupt-sidecar {args.command}: {code.name if code else 'ERROR'}: {details}", file=sys.stderr)
         return EXIT_REFUSED
     except KeyboardInterrupt:
-        return 130
+        return EXIT_SIGINT

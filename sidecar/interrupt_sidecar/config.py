@@ -1,102 +1,65 @@
-"""The daemon's configuration: one frozen object, built from flags over environment over defaults."""
+"""The daemon's configuration: one frozen object, built from flags over environment over defaults.
+
+Each setting (its flag, variable, default, parser and help) is defined once, in
+:mod:`interrupt_sidecar.settings`; this module resolves them and applies the rules
+*between* settings, refusing combinations the daemon cannot run with.
+"""
 
 from __future__ import annotations
 
-import ipaddress
-import os
-import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from interrupt_sidecar.errors import InvalidArgument
+from interrupt_sidecar import settings
+from interrupt_sidecar.settings import (
+    ENV_PREFIX,
+    LOOPS,
+    MAX_SOCKET_PATH,
+    ConfigError,
+    ListenAddress,
+    parse_duration,
+    parse_listen,
+)
 
-ENV_PREFIX = "INTERRUPT_SIDECAR_"
-DEFAULT_GRACE = "500ms"
-LOOPS = ("auto", "uvloop", "asyncio")
+# Re-exported: the value grammar is settings', but callers have always found it here.
+__all__ = [
+    "DEFAULT_GRACE",
+    "ENV_PREFIX",
+    "LOOPS",
+    "ConfigError",
+    "ListenAddress",
+    "LoopName",
+    "ServeConfig",
+    "build_serve_config",
+    "default_socket_path",
+    "parse_duration",
+    "parse_listen",
+    "serve_config",
+]
+
+DEFAULT_GRACE = settings.GRACE.default
 LoopName = Literal["auto", "uvloop", "asyncio"]
-
-_DURATION = re.compile(r"(?P<value>\d+(?:\.\d+)?)(?P<unit>ns|us|µs|ms|s|m|h)")
-_UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000}
-_UNIT_NS["h"] = 60 * _UNIT_NS["m"]
-
-
-class ConfigError(InvalidArgument):
-    """A flag or environment variable has a value the daemon cannot use."""
-
-
-def parse_duration(text: str, name: str) -> int:
-    """'500ms', '2s', '1.5s', '1m30s' → nanoseconds."""
-    pos, total = 0, 0
-    text = text.strip()
-    for match in _DURATION.finditer(text):
-        if match.start() != pos:
-            break
-        total += int(float(match["value"]) * _UNIT_NS[match["unit"]])
-        pos = match.end()
-    if not text or pos != len(text):
-        raise ConfigError(f"{name}: {text!r} is not a duration (examples: 500ms, 2s, 1m30s)")
-    return total
-
-
-@dataclass(frozen=True, slots=True)
-class ListenAddress:
-    """Where to serve gRPC: a unix socket path, or a TCP host and port."""
-
-    unix_path: Path | None = None
-    host: str = ""
-    port: int = 0
-
-    @property
-    def is_unix(self) -> bool:
-        return self.unix_path is not None
-
-    @property
-    def is_loopback(self) -> bool:
-        if self.is_unix:
-            return True
-        if self.host == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(self.host).is_loopback
-        except ValueError:
-            return False
-
-    def grpc_target(self, port: int | None = None) -> str:
-        """The address as gRPC spells it (with the bound port once known)."""
-        if self.unix_path is not None:
-            return f"unix://{self.unix_path}"
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port if port is None else port}"
-
-
-def parse_listen(text: str) -> ListenAddress:
-    """``unix:///abs/path.sock`` (or ``unix:/abs/path``) or ``HOST:PORT`` / ``[V6]:PORT``."""
-    if text.startswith("unix:"):
-        path = text[len("unix:") :]
-        if path.startswith("//"):
-            path = path[2:]
-        if not path.startswith("/"):
-            raise ConfigError(f"--listen {text!r}: a unix socket needs an absolute path, e.g. unix:///run/x.sock")
-        if len(path.encode()) > 107:
-            raise ConfigError(f"--listen {text!r}: unix socket paths are limited to 107 bytes")
-        return ListenAddress(unix_path=Path(path))
-    host, sep, port_text = text.rpartition(":")
-    if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
-        raise ConfigError(f"--listen {text!r} is neither unix:///path nor HOST:PORT")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    return ListenAddress(host=host, port=int(port_text))
 
 
 def default_socket_path(env: Mapping[str, str]) -> Path:
-    """``$XDG_RUNTIME_DIR/interrupt-sidecar/sidecar.sock``, else a per-uid dir under /tmp."""
-    runtime_dir = env.get("XDG_RUNTIME_DIR")
-    base = Path(runtime_dir) if runtime_dir else Path(f"/tmp/interrupt-sidecar-{os.getuid()}")
-    if runtime_dir:
-        base = base / "interrupt-sidecar"
-    return base / "sidecar.sock"
+    """``$XDG_RUNTIME_DIR/interrupt-sidecar/sidecar.sock``, else a per-uid dir under /tmp.
+
+    The rule has one implementation, the Python client's, so the daemon listens where
+    every client looks. Imported here, not at the top: the client package imports gRPC,
+    and the configuration layer stays cheap to import (the CLI builds its parser from it).
+    """
+    from interrupt_sidecar_client._config import default_socket_path as client_rule
+
+    return client_rule(env)
+
+
+def _default_ns(setting: settings.Setting[int]) -> int:
+    """A duration setting's default, in nanoseconds (the table's text is the one source)."""
+    ns = setting.value(None, {})
+    assert ns is not None, setting.name
+    return ns
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,12 +72,12 @@ class ServeConfig:
     grace_ns: int
     loop: LoopName
     allow_insecure_tcp: bool = False
-    shutdown_timeout_ns: int = 10_000_000_000
-    log_level: str = "INFO"
+    shutdown_timeout_ns: int = _default_ns(settings.SHUTDOWN_TIMEOUT)
+    log_level: str = settings.LOG_LEVEL.default or ""
     #: Extra uids whose process groups tools may hand over (the daemon's own uid always may).
     allow_uids: frozenset[int] = frozenset()
     #: After a restart, how long a held execution without a lease waits for its holder.
-    holder_grace_ns: int = 10_000_000_000
+    holder_grace_ns: int = _default_ns(settings.HOLDER_GRACE)
     #: A TCP address serving only grpc.health.v1 (Kubernetes' grpc probes), on any host.
     health_listen: ListenAddress | None = None
     #: The coordinator role's bearer token, required on TCP listeners (``--auth-token-file``).
@@ -125,7 +88,7 @@ class ServeConfig:
     tls_key: bytes | None = field(default=None, repr=False)
     tls_client_ca: bytes | None = field(default=None, repr=False)
     #: How long a remote parent's daemon may stay unreachable before its children trip.
-    remote_parent_timeout_ns: int = 10_000_000_000
+    remote_parent_timeout_ns: int = _default_ns(settings.REMOTE_PARENT_TIMEOUT)
     #: The cancel doorbell's unix socket (``--doorbell``), or None for none.
     doorbell: Path | None = None
 
@@ -156,29 +119,28 @@ def build_serve_config(
     doorbell: str | None = None,
 ) -> ServeConfig:
     """Resolve each setting: flag, else ``INTERRUPT_SIDECAR_*`` variable, else default.
-    Refuses values and combinations the daemon cannot run with."""
+    Refuses values and combinations the daemon cannot run with. (Flags by keyword; see
+    :func:`serve_config` for the same from parsed arguments.)"""
+    flags = dict(locals())
+    del flags["env"]
+    flags["allow_uid"] = flags.pop("allow_uids")
+    return serve_config(flags, env)
 
-    def pick(flag: str | None, name: str, default: str) -> str:
-        return flag if flag is not None else env.get(ENV_PREFIX + name, default)
 
-    listen_texts = listen if listen else [s for s in env.get(ENV_PREFIX + "LISTEN", "").split(",") if s.strip()]
-    addresses = (
-        tuple(parse_listen(s.strip()) for s in listen_texts)
-        if listen_texts
-        else (ListenAddress(unix_path=default_socket_path(env)),)
-    )
-    insecure = (
-        allow_insecure_tcp
-        if allow_insecure_tcp is not None
-        else env.get(ENV_PREFIX + "ALLOW_INSECURE_TCP", "").lower() in ("1", "true", "yes")
-    )
-    token_path = pick(auth_token_file, "AUTH_TOKEN_FILE", "")
-    token = _read_secret(token_path, "--auth-token-file").decode().strip() if token_path else None
-    if token is not None and len(token) < 16:
-        raise ConfigError(f"--auth-token-file {token_path}: the token is {len(token)} characters; use at least 16")
-    cert = _read_secret(p, "--tls-cert") if (p := pick(tls_cert, "TLS_CERT", "")) else None
-    key = _read_secret(p, "--tls-key") if (p := pick(tls_key, "TLS_KEY", "")) else None
-    client_ca = _read_secret(p, "--tls-client-ca") if (p := pick(tls_client_ca, "TLS_CLIENT_CA", "")) else None
+def serve_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> ServeConfig:
+    """The configuration from ``flags`` (each setting's name → the flag's value, or None when
+    not given: argparse's namespace as ``vars(args)``) over ``env`` over the defaults."""
+    s = settings
+
+    def flag(setting: settings.Setting[object]) -> Any:
+        return flags.get(setting.name)
+
+    addresses = s.LISTEN.values(flag(s.LISTEN), env) or (ListenAddress(unix_path=default_socket_path(env)),)
+    insecure = s.ALLOW_INSECURE_TCP.enabled(flag(s.ALLOW_INSECURE_TCP), env)
+    token = s.AUTH_TOKEN_FILE.value(flag(s.AUTH_TOKEN_FILE), env)
+    cert = s.TLS_CERT.value(flag(s.TLS_CERT), env)
+    key = s.TLS_KEY.value(flag(s.TLS_KEY), env)
+    client_ca = s.TLS_CLIENT_CA.value(flag(s.TLS_CLIENT_CA), env)
     if (cert is None) != (key is None):
         raise ConfigError("--tls-cert and --tls-key go together")
     if client_ca is not None and cert is None:
@@ -196,48 +158,25 @@ def build_serve_config(
                 f"--listen {address.grpc_target()}: without TLS, tokens would cross the network in clear text; "
                 "add --tls-cert/--tls-key, or pass --allow-insecure-tcp (e.g. inside a pod network you trust)"
             )
-    metrics_text = pick(metrics_listen, "METRICS_LISTEN", "")
-    metrics = parse_listen(metrics_text) if metrics_text else None
-    if metrics is not None and metrics.is_unix:
-        raise ConfigError("--metrics-listen must be HOST:PORT (Prometheus scrapes over TCP)")
-    loop_name = pick(loop, "LOOP", "auto")
-    if loop_name not in LOOPS:
-        raise ConfigError(f"--loop {loop_name!r}: choose one of {', '.join(LOOPS)}")
-    grace_ns = parse_duration(pick(grace, "GRACE", DEFAULT_GRACE), "--grace")
-    if not 1_000_000 <= grace_ns <= 3600 * 1_000_000_000:
-        raise ConfigError("--grace must be between 1ms and 1h")
-    state_text = pick(state_dir, "STATE_DIR", "")
-    state_path = Path(state_text) if state_text else None
-    if state_path is not None and state_path.exists() and not state_path.is_dir():
-        raise ConfigError(f"--state-dir {state_text!r} exists and is not a directory")
-    shutdown_ns = parse_duration(pick(shutdown_timeout, "SHUTDOWN_TIMEOUT", "10s"), "--shutdown-timeout")
+    metrics = s.METRICS_LISTEN.value(flag(s.METRICS_LISTEN), env)
+    loop_name = s.LOOP.value(flag(s.LOOP), env)
+    grace_ns = s.GRACE.value(flag(s.GRACE), env)
+    state_path = s.STATE_DIR.value(flag(s.STATE_DIR), env)
+    shutdown_ns = s.SHUTDOWN_TIMEOUT.value(flag(s.SHUTDOWN_TIMEOUT), env)
+    # Settings with a default are never None; the asserts say so to the type checker.
+    assert grace_ns is not None and shutdown_ns is not None and loop_name is not None
     if shutdown_ns < grace_ns:
         raise ConfigError("--shutdown-timeout must be at least --grace, or shutdown could not wait for tools to unwind")
-    level = pick(log_level, "LOG_LEVEL", "INFO").upper()
-    if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
-        raise ConfigError(f"--log-level {level!r}: choose DEBUG, INFO, WARNING or ERROR")
-    uid_texts = allow_uids if allow_uids else [u for u in env.get(ENV_PREFIX + "ALLOW_UID", "").split(",") if u.strip()]
-    uids: set[int] = set()
-    for text in uid_texts:
-        try:
-            uid = int(text.strip())
-        except ValueError:
-            raise ConfigError(f"--allow-uid {text!r}: a numeric uid, e.g. 1000") from None
-        if uid < 0:
-            raise ConfigError(f"--allow-uid {text!r}: uids are >= 0")
-        uids.add(uid)
-    holder_grace_ns = parse_duration(pick(holder_grace, "HOLDER_GRACE", "10s"), "--holder-grace")
-    remote_parent_ns = parse_duration(
-        pick(remote_parent_timeout, "REMOTE_PARENT_TIMEOUT", "10s"), "--remote-parent-timeout"
-    )
-    health_text = pick(health_listen, "HEALTH_LISTEN", "")
-    health_address = parse_listen(health_text) if health_text else None
-    if health_address is not None and health_address.is_unix:
-        # The health-only listener exists for probes that dial TCP; the main socket serves health already.
-        raise ConfigError("--health-listen must be HOST:PORT (the unix socket in --listen serves health already)")
-    doorbell_path = _doorbell_path(pick(doorbell, "DOORBELL", "auto"), addresses)
+    level = s.LOG_LEVEL.value(flag(s.LOG_LEVEL), env)
+    uids = frozenset(s.ALLOW_UID.values(flag(s.ALLOW_UID), env))
+    holder_grace_ns = s.HOLDER_GRACE.value(flag(s.HOLDER_GRACE), env)
+    remote_parent_ns = s.REMOTE_PARENT_TIMEOUT.value(flag(s.REMOTE_PARENT_TIMEOUT), env)
+    health_address = s.HEALTH_LISTEN.value(flag(s.HEALTH_LISTEN), env)
+    doorbell_text = s.DOORBELL.value(flag(s.DOORBELL), env)
+    assert level is not None and holder_grace_ns is not None and remote_parent_ns is not None
+    assert doorbell_text is not None
     return ServeConfig(
-        doorbell=doorbell_path,
+        doorbell=_doorbell_path(doorbell_text, addresses),
         auth_token=token,
         tls_cert=cert,
         tls_key=key,
@@ -245,7 +184,7 @@ def build_serve_config(
         remote_parent_timeout_ns=remote_parent_ns,
         health_listen=health_address,
         holder_grace_ns=holder_grace_ns,
-        allow_uids=frozenset(uids),
+        allow_uids=uids,
         listen=addresses,
         metrics_listen=metrics,
         state_dir=state_path,
@@ -257,7 +196,7 @@ def build_serve_config(
     )
 
 
-def _doorbell_path(text: str, addresses: tuple[ListenAddress, ...]) -> Path | None:
+def _doorbell_path(text: str, addresses: Sequence[ListenAddress]) -> Path | None:
     """``off``; ``auto`` (beside the first unix listener, none without one); or a path.
 
     The environment twin, ``INTERRUPT_SIDECAR_DOORBELL``, is also the clients' opt-out
@@ -273,22 +212,15 @@ def _doorbell_path(text: str, addresses: tuple[ListenAddress, ...]) -> Path | No
             return None  # TCP only: tools elsewhere could not reach a unix socket anyway
         path = unix.with_name(unix.name + ".doorbell")
         # Too long for a socket address: no doorbell rather than a refusal to start.
-        return path if len(str(path).encode()) <= 107 else None
+        return path if len(str(path).encode()) <= MAX_SOCKET_PATH else None
     if text.startswith("unix:"):
         text = text[len("unix:") :]
         if text.startswith("//"):
             text = text[2:]
     if not text.startswith("/"):
         raise ConfigError(f"--doorbell {text!r}: auto, off, or an absolute socket path, e.g. /run/x.doorbell")
-    if len(text.encode()) > 107:
-        raise ConfigError(f"--doorbell {text!r}: unix socket paths are limited to 107 bytes")
+    if len(text.encode()) > MAX_SOCKET_PATH:
+        raise ConfigError(f"--doorbell {text!r}: unix socket paths are limited to {MAX_SOCKET_PATH} bytes")
     if any(a.unix_path == Path(text) for a in addresses):
         raise ConfigError(f"--doorbell {text!r} is also a --listen socket; give it a path of its own")
     return Path(text)
-
-
-def _read_secret(path: str, flag: str) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as err:
-        raise ConfigError(f"{flag} {path}: {err.strerror}") from None

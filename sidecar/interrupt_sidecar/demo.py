@@ -20,6 +20,8 @@ from pathlib import Path
 
 from interrupt_sidecar_client import EventKind, InterruptBehavior, InterruptReason, aio
 
+from interrupt_sidecar.exits import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
+
 READY_TIMEOUT_S = 20.0
 
 
@@ -32,7 +34,7 @@ def add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run_demo(args: argparse.Namespace) -> int:
     if args.interrupts < 1:
         print("interrupt-sidecar demo: --interrupts must be at least 1", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     with tempfile.TemporaryDirectory(prefix="interrupt-sidecar-demo-", dir="/tmp") as directory:
         address = f"unix://{Path(directory) / 'sidecar.sock'}"
         daemon = subprocess.Popen(
@@ -45,7 +47,7 @@ def run_demo(args: argparse.Namespace) -> int:
             line = _readline(daemon.stdout, READY_TIMEOUT_S)
             if not line.startswith("ready "):
                 print(f"interrupt-sidecar demo: the daemon did not start ({line!r})", file=sys.stderr)
-                return 1
+                return EXIT_INTERNAL
             print(f"daemon ready on {address} (pid {daemon.pid})")
             asyncio.run(_demo(address, args.interrupts))
         finally:
@@ -54,7 +56,7 @@ def run_demo(args: argparse.Namespace) -> int:
             if daemon.stdout is not None:
                 daemon.stdout.close()
         print(f"daemon stopped (exit {code})")
-        return 0 if code == 0 else 1
+        return EXIT_OK if code == EXIT_OK else EXIT_INTERNAL
 
 
 def _readline(stream: object, timeout: float) -> str:

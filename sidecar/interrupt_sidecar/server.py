@@ -27,6 +27,7 @@ from interrupt_sidecar.config import ListenAddress, ServeConfig
 from interrupt_sidecar.domain.coordinator import Coordinator
 from interrupt_sidecar.domain.types import InterruptReason, SystemClock
 from interrupt_sidecar.errors import SidecarError, Unavailable
+from interrupt_sidecar.exits import EXIT_FORCED, EXIT_OK, EXIT_STARTUP
 from interrupt_sidecar.federation import RemoteParentFollower
 from interrupt_sidecar.gc_pacer import GcPacer
 from interrupt_sidecar.metrics import PrometheusObserver
@@ -364,7 +365,7 @@ async def serve(config: ServeConfig) -> int:
         await daemon.start()
     except SidecarError as err:
         print(f"interrupt-sidecar: {err}", file=sys.stderr)
-        return 3
+        return EXIT_STARTUP
     _tune_garbage_collector()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -377,7 +378,7 @@ async def serve(config: ServeConfig) -> int:
         signals_seen += 1
         if signals_seen > 1:
             log.error("second %s: exiting now without finishing shutdown", signal.Signals(signum).name)
-            os._exit(6)
+            os._exit(EXIT_FORCED)
         log.info("%s: shutting down", signal.Signals(signum).name)
         stop.set()
 
@@ -387,7 +388,7 @@ async def serve(config: ServeConfig) -> int:
     await stop.wait()
     await daemon.shutdown()
     pacer.stop()
-    return 0
+    return EXIT_OK
 
 
 def _raise_open_file_limit() -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import sys
 import time
 from collections import deque
@@ -21,10 +20,13 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 import grpc
+from interrupt_sidecar_client._config import resolve_address
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
-from interrupt_sidecar.config import ENV_PREFIX, ConfigError, default_socket_path, parse_duration
+from interrupt_sidecar import settings
+from interrupt_sidecar.exits import EXIT_OK, EXIT_UNREACHABLE
+from interrupt_sidecar.settings import ConfigError, parse_duration
 
 #: Live executions watched at once; beyond this, executions are listed but not followed.
 MAX_WATCHES = 256
@@ -33,7 +35,6 @@ RECENT_TRIPS = 12
 #: Tool rows shown.
 MAX_TOOL_ROWS = 20
 _CLEAR = "\x1b[H\x1b[2J"
-EXIT_OK, EXIT_UNREACHABLE = 0, 4
 
 
 def add_top(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,7 +44,7 @@ def add_top(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="live view of executions, attached tools and recent trips",
         description="A live view of one daemon: executions, attached tools, recent trips with their latencies.",
     )
-    p.add_argument("--address", help="the daemon (default $INTERRUPT_SIDECAR_ADDRESS, else the default socket)")
+    settings.ADDRESS.add_to(p)
     p.add_argument("--interval", default="1s", help="time between refreshes (default 1s)")
     p.add_argument("--iterations", type=int, default=0, help="stop after this many refreshes (default: until Ctrl+C)")
     p.set_defaults(func=run_top)
@@ -56,7 +57,7 @@ def run_top(args: argparse.Namespace) -> int:
         raise ConfigError("--interval must be positive")
     if args.iterations < 0:
         raise ConfigError("--iterations must be 0 (forever) or more")
-    address = args.address or os.environ.get(ENV_PREFIX + "ADDRESS") or f"unix://{default_socket_path(os.environ)}"
+    address = resolve_address(args.address)
     try:
         return asyncio.run(_run(address, interval_s, args.iterations, sys.stdout))
     except KeyboardInterrupt:

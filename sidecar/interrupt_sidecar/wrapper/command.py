@@ -10,14 +10,15 @@ import sys
 from collections.abc import Sequence
 
 from interrupt_sidecar_client import InterruptBehavior
+from interrupt_sidecar_client._config import resolve_address
 
-from interrupt_sidecar.config import ConfigError, parse_duration
+from interrupt_sidecar import exits, settings
+from interrupt_sidecar.settings import ConfigError, parse_duration
 from interrupt_sidecar.wrapper.exits import EXIT_INTERNAL, EXIT_USAGE, exec_failure_code
 from interrupt_sidecar.wrapper.spawn import FORWARDED_SIGNALS, become_subreaper, reset_signals_for_exec, spawn_gated
 from interrupt_sidecar.wrapper.supervisor import RunOptions, supervise
 
-ADDRESS_ENV = "INTERRUPT_SIDECAR_ADDRESS"
-TOKEN_ENV = "INTERRUPT_SIDECAR_TOKEN"
+TOKEN_ENV = settings.TOKEN.env
 
 #: The behaviours a wrapped executable can have. THREAD_INTERRUPT has no meaning for a
 #: process the wrapper does not run code in (its "signal to the worker" is COOPERATIVE's).
@@ -27,13 +28,7 @@ BEHAVIORS = {
     "NON_INTERRUPTIBLE": InterruptBehavior.NON_INTERRUPTIBLE,
 }
 
-EPILOG = """\
-exit codes: the command's own code when it finished on its own (128+N when it died of
-signal N); 124 interrupted (the reason is printed on stderr); 126 the command cannot be
-executed; 127 not found; 2 usage; 4 the daemon cannot be reached; 5 the daemon refused
-the attach or the process group (for 4 and 5 the command was not run); 1 internal error.
-Without a token (INTERRUPT_SIDECAR_TOKEN or --token) the command is exec'd unchanged.
-"""
+EPILOG = exits.epilog("run") + f"\n\nWithout a token ({TOKEN_ENV} or --token) the command is exec'd unchanged.\n"
 
 
 def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,8 +41,8 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--address", help="the daemon (default $INTERRUPT_SIDECAR_ADDRESS, else the default socket)")
-    p.add_argument("--token", help="the execution's attach token (default $INTERRUPT_SIDECAR_TOKEN)")
+    settings.ADDRESS.add_to(p)
+    settings.TOKEN.add_to(p)
     p.add_argument(
         "--behavior",
         default="EXTERNALLY_TERMINATED",
@@ -96,7 +91,7 @@ def _options(args: argparse.Namespace, token: str) -> RunOptions:
         if behavior is not InterruptBehavior.EXTERNALLY_TERMINATED:
             raise ConfigError("--kill-after applies to EXTERNALLY_TERMINATED only (nothing is SIGKILLed otherwise)")
         kill_after = parse_duration(args.kill_after, "--kill-after") / 1e9
-    address = args.address or os.environ.get(ADDRESS_ENV, "").strip() or None
+    address = resolve_address(args.address)
     return RunOptions(
         command=tuple(command),
         address=address,

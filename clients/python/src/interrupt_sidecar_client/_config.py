@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,14 +29,21 @@ def _env(name: str) -> str | None:
     return value or None
 
 
-def default_address() -> str:
-    """Where ``interrupt-sidecar serve`` listens without ``--listen``: the same rule as the daemon's.
+def default_socket_path(env: Mapping[str, str] | None = None) -> Path:
+    """Where ``interrupt-sidecar serve`` listens without ``--listen``.
 
     ``$XDG_RUNTIME_DIR/interrupt-sidecar/sidecar.sock``, else ``/tmp/interrupt-sidecar-$UID/sidecar.sock``.
+    The one implementation of the rule: the daemon imports it, so both always agree.
+    ``env`` defaults to the process environment.
     """
-    runtime_dir = _env("XDG_RUNTIME_DIR")
+    runtime_dir = (os.environ if env is None else env).get("XDG_RUNTIME_DIR", "").strip()
     base = Path(runtime_dir) / "interrupt-sidecar" if runtime_dir else Path(f"/tmp/interrupt-sidecar-{os.getuid()}")
-    return f"unix://{base / 'sidecar.sock'}"
+    return base / "sidecar.sock"
+
+
+def default_address(env: Mapping[str, str] | None = None) -> str:
+    """The daemon's default socket as a gRPC target (``unix:///...``)."""
+    return f"unix://{default_socket_path(env)}"
 
 
 def resolve_address(address: str | None) -> str:
