@@ -1266,8 +1266,8 @@ mod tests {
         within(
             "the registration",
             // A panic without the panic hook: with RUST_BACKTRACE=1 the default hook first
-            // resolves a backtrace (100-150 ms in a debug build), eating into the 250 ms
-            // close gives the result. What is under test here is the held request.
+            // resolves a backtrace (slow in a debug build), eating into the 250 ms close
+            // gives the result. What is under test here is the held request.
             run.register_terminator("slow_failing", || {
                 std::panic::resume_unwind(Box::new("the child would not stop"))
             }),

@@ -426,8 +426,8 @@ class Execution:
         An execution and its tools point at each other. Kept for a while after it
         ends, the pair lives long enough to reach the collector's oldest generation,
         which the daemon collects rarely (full passes are long), so once dropped such
-        cycles would pile up as garbage, about 3 KB an execution. Clearing the tools
-        here lets reference counting free them at once.
+        cycles would pile up as garbage: every ended execution with its tools. Clearing
+        the tools here lets reference counting free them at once.
         """
         with self._lock:
             assert self.ended, "only an ended execution is forgotten"
