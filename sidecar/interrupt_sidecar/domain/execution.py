@@ -218,6 +218,11 @@ class Execution:
     def attached_tools(self) -> int:
         return sum(1 for t in self.tools.values() if not t.detached)
 
+    def attached(self) -> list[ToolRun]:
+        """The tools attached now (the ``attached_tools`` of them), in attach order."""
+        with self._lock:
+            return [t for t in self.tools.values() if not t.detached]
+
     def grace_deadline_for(self, tool: ToolRun) -> Instant | None:
         """When ``tool`` must have unwound: trip + grace, or for a tool that
         attached after the trip, its attach + grace (it could not know sooner)."""
