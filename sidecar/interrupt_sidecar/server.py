@@ -18,7 +18,6 @@ from wsgiref.simple_server import WSGIServer
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 from prometheus_client import CollectorRegistry, disable_created_metrics, start_http_server
@@ -36,6 +35,7 @@ from interrupt_sidecar.runtime.observer import NOOP_OBSERVER, TripObserver
 from interrupt_sidecar.runtime.recovery import recover
 from interrupt_sidecar.runtime.trip_path import TripPath
 from interrupt_sidecar.runtime.watch import WatchHub
+from interrupt_sidecar.services import reflection
 from interrupt_sidecar.services.auth import CoordinatorAuth
 from interrupt_sidecar.services.coordinator import CoordinatorService
 from interrupt_sidecar.services.doorbell import DoorbellListener
@@ -180,7 +180,7 @@ class Daemon:
         pb_grpc.add_CoordinatorServiceServicer_to_server(coordinator_service, server)
         pb_grpc.add_ToolChannelServiceServicer_to_server(self._tool_channel, server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
-        reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+        reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME), server)
         return server
 
     def _start_doorbell(self, path: Path) -> None:

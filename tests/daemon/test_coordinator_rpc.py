@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import grpc
@@ -312,17 +312,3 @@ async def test_watch_of_unknown_execution_is_not_found(stub: Stub) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await call.read()
     assert caught.value.code() == grpc.StatusCode.NOT_FOUND
-
-
-async def test_reflection_lists_the_services(channel: grpc.aio.Channel) -> None:
-    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-
-    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
-
-    async def requests() -> AsyncIterator[reflection_pb2.ServerReflectionRequest]:
-        yield reflection_pb2.ServerReflectionRequest(list_services="")
-
-    async for response in stub.ServerReflectionInfo(requests()):
-        names = {s.name for s in response.list_services_response.service}
-        break
-    assert {"interrupt.v1.CoordinatorService", "interrupt.v1.ToolChannelService", "grpc.health.v1.Health"} <= names
