@@ -18,7 +18,6 @@ from wsgiref.simple_server import WSGIServer
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 from prometheus_client import CollectorRegistry, disable_created_metrics, start_http_server
@@ -37,6 +36,7 @@ from interrupt_sidecar.runtime.observer import NOOP_OBSERVER, TripObserver
 from interrupt_sidecar.runtime.recovery import recover
 from interrupt_sidecar.runtime.trip_path import TripPath
 from interrupt_sidecar.runtime.watch import WatchHub
+from interrupt_sidecar.services import reflection
 from interrupt_sidecar.services.auth import CoordinatorAuth
 from interrupt_sidecar.services.coordinator import CoordinatorService
 from interrupt_sidecar.services.doorbell import DoorbellListener
@@ -181,7 +181,7 @@ class Daemon:
         pb_grpc.add_CoordinatorServiceServicer_to_server(coordinator_service, server)
         pb_grpc.add_ToolChannelServiceServicer_to_server(self._tool_channel, server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
-        reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+        reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME), server)
         return server
 
     def _start_doorbell(self, path: Path) -> None:
@@ -403,16 +403,16 @@ def _tune_garbage_collector() -> None:
     """Keep full collections off the trip path.
 
     With thousands of streams the heap holds hundreds of thousands of long-lived objects,
-    and a full (generation 2) collection of them took 80-130 ms here: a pause every
-    interrupt in flight would wait for. Objects made at start-up are frozen out of every
-    collection, and generations 1 and 2 run rarely; reference counting still frees
-    everything that is not in a cycle at once (grpc leaves a small cycle per RPC, so
-    generation 0 must still run).
+    and a full (generation 2) collection walks every one of them: a pause that grows with
+    the heap, and every interrupt in flight would wait for it. Objects made at start-up are
+    frozen out of every collection, and generations 1 and 2 run rarely; reference counting
+    still frees everything that is not in a cycle at once (grpc leaves a small cycle per
+    RPC, so generation 0 must still run).
 
-    A generation-0 pass costs ~0.25 us per young object, so its threshold sets the pause:
-    at 20,000 the passes took 2-6 ms under churn (35 ms while 1,000 streams attached) and
-    set the p99 under load; at 5,000 they are a quarter of that, four times as often.
-    While the daemon is busy those passes run from a loop timer (interrupt_sidecar.gc_pacer), not
+    A generation-0 pass costs in proportion to the young objects it walks, so its threshold
+    sets the pause: a high one gives rare, long passes that set the tail latency under
+    load; ``_GC_GEN0`` trades them for shorter ones, more often (``python -m bench``
+    measures the tail). While the daemon is busy those passes run from a loop timer (interrupt_sidecar.gc_pacer), not
     inside whichever allocation crosses the threshold.
     """
     gc.collect()

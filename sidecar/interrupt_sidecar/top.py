@@ -1,8 +1,12 @@
 """``interrupt-sidecar top``: a live terminal view of one daemon, for a person on the box.
 
-Executions (``ListExecutions``), the tools attached to them and the recent trips with
-their latencies (one ``WatchExecution`` per live execution), redrawn in place every
-``--interval``. No Grafana needed: it talks to the daemon's own gRPC API.
+Executions and the tools attached to them (one ``ListExecutions`` with ``include_tools``
+per refresh: a snapshot, so the tool table always agrees with the header's count, however
+long ago the tools attached and across reconnects), and the recent trips with their
+latencies (one ``WatchExecution`` per live execution: latencies exist only as events),
+redrawn in place every ``--interval``. No Grafana needed: it talks to the daemon's own
+gRPC API. A daemon that cannot be reached at the start is an error (exit 4); one lost
+later is retried every refresh, and the view resumes when it answers again.
 
 When stdout is not a terminal each refresh is printed as a plain frame after a blank
 line instead (for logs and pipes); ``--iterations N`` stops after N refreshes.
@@ -65,15 +69,6 @@ def run_top(args: argparse.Namespace) -> int:
 
 
 @dataclass
-class _Tool:
-    tool_id: str
-    name: str
-    behavior: str
-    pid: int
-    state: str = "attached"
-
-
-@dataclass
 class _Trip:
     execution_id: str
     reason: str
@@ -88,7 +83,6 @@ class _Trip:
 class _State:
     """What the watches have seen, shared with the renderer (one event loop, no locks)."""
 
-    tools: dict[str, dict[str, _Tool]] = field(default_factory=dict)
     trips: dict[str, _Trip] = field(default_factory=dict)
     recent: deque[str] = field(default_factory=lambda: deque(maxlen=RECENT_TRIPS))
 
@@ -111,36 +105,23 @@ def _behavior(value: int) -> str:
 def _record(state: _State, event: pb.ExecutionEvent) -> None:
     execution_id = event.execution_id
     kind = event.WhichOneof("event")
-    tools = state.tools.setdefault(execution_id, {})
     if kind == "snapshot" and event.snapshot.cancelled:
         _remember_trip(state, execution_id, event.snapshot.reason, event.snapshot.tripped_at.ToNanoseconds() / 1e9)
     elif kind == "tripped":
         _remember_trip(state, execution_id, event.tripped.reason, event.tripped.tripped_at.ToNanoseconds() / 1e9)
-    elif kind == "tool_attached":
-        a = event.tool_attached
-        tools[a.tool_id] = _Tool(a.tool_id, a.tool_name or a.tool_id, _behavior(a.behavior), a.pid)
     elif kind == "tool_unwound":
         u = event.tool_unwound
-        if u.tool_id in tools:
-            tools[u.tool_id].state = "unwound"
         trip = state.trip_of(execution_id)
         if trip is not None and u.HasField("latency"):
             trip.unwound_ms.append(u.latency.ToNanoseconds() / 1e6)
-    elif kind == "tool_detached":
-        tools.pop(event.tool_detached.tool_id, None)
     elif kind == "grace_overrun":
-        if event.grace_overrun.tool_id in tools:
-            tools[event.grace_overrun.tool_id].state = "OVERRAN"
         if (trip := state.trip_of(execution_id)) is not None:
             trip.overruns += 1
     elif kind == "process_group_signalled":
         if event.process_group_signalled.escalation and (trip := state.trip_of(execution_id)) is not None:
             trip.escalations += 1
-    elif kind == "process_group_gone":
-        if (trip := state.trip_of(execution_id)) is not None:
-            trip.gone_ms.append(event.process_group_gone.latency.ToNanoseconds() / 1e6)
-    elif kind == "ended":
-        state.tools.pop(execution_id, None)
+    elif kind == "process_group_gone" and (trip := state.trip_of(execution_id)) is not None:
+        trip.gone_ms.append(event.process_group_gone.latency.ToNanoseconds() / 1e6)
 
 
 def _remember_trip(state: _State, execution_id: str, reason: int, at: float) -> None:
@@ -157,7 +138,8 @@ async def _watch(stub: pb_grpc.CoordinatorServiceAsyncStub, execution_id: str, s
         async for event in call:
             _record(state, event)
     except grpc.aio.AioRpcError:
-        pass  # the execution is gone or the daemon stopped: the list shows it
+        pass  # the execution is gone or the daemon stopped: the list shows it, and the next
+        # listing that has the execution live watches it again
     finally:
         call.cancel()
 
@@ -166,30 +148,29 @@ async def _run(address: str, interval_s: float, iterations: int, out: TextIO) ->
     state = _State()
     watches: dict[str, asyncio.Task[None]] = {}
     clear = out.isatty()
-    async with grpc.aio.insecure_channel(address) as channel:
+    # A lost daemon is retried every refresh: reconnect at least that often, instead of
+    # after grpc's backoff, which grows to minutes.
+    backoff_ms = max(100, min(int(interval_s * 1000), 5_000))
+    options = [("grpc.initial_reconnect_backoff_ms", backoff_ms), ("grpc.max_reconnect_backoff_ms", backoff_ms)]
+    async with grpc.aio.insecure_channel(address, options=options) as channel:
         stub = pb_grpc.CoordinatorServiceStub(channel)
         refreshes = 0
         try:
             while True:
+                request = pb.ListExecutionsRequest(include_ended=True, include_tools=True)
                 try:
-                    listed = await stub.ListExecutions(pb.ListExecutionsRequest(include_ended=True), timeout=5)
+                    listed = await stub.ListExecutions(request, timeout=5)
                 except grpc.aio.AioRpcError as err:
-                    print(
-                        f"interrupt-sidecar top: cannot reach the daemon at {address}: {err.details()}", file=sys.stderr
-                    )
-                    return EXIT_UNREACHABLE
-                for execution in listed.executions:
-                    if not execution.ended and execution.execution_id not in watches and len(watches) < MAX_WATCHES:
-                        watches[execution.execution_id] = asyncio.create_task(
-                            _watch(stub, execution.execution_id, state)
+                    if not refreshes:
+                        print(
+                            f"interrupt-sidecar top: cannot reach the daemon at {address}: {err.details()}",
+                            file=sys.stderr,
                         )
-                    if execution.cancelled:
-                        _remember_trip(
-                            state, execution.execution_id, execution.reason, execution.tripped_at.ToNanoseconds() / 1e9
-                        )
-                for execution_id in [e for e, task in watches.items() if task.done()]:
-                    del watches[execution_id]
-                frame = render(address, list(listed.executions), state, interval_s)
+                        return EXIT_UNREACHABLE
+                    frame = render_unreachable(address, err.details() or err.code().name, interval_s)
+                else:
+                    _follow(stub, listed, state, watches)
+                    frame = render(address, list(listed.executions), state, interval_s)
                 out.write((_CLEAR if clear else "\n") + frame)
                 out.flush()
                 refreshes += 1
@@ -202,6 +183,23 @@ async def _run(address: str, interval_s: float, iterations: int, out: TextIO) ->
             for task in watches.values():
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+
+
+def _follow(
+    stub: pb_grpc.CoordinatorServiceAsyncStub,
+    listed: pb.ListExecutionsResponse,
+    state: _State,
+    watches: dict[str, asyncio.Task[None]],
+) -> None:
+    """Watch the listed live executions not watched yet (again, after a watch ended), and
+    remember the trips the listing shows."""
+    for execution_id in [e for e, task in watches.items() if task.done()]:
+        del watches[execution_id]
+    for execution in listed.executions:
+        if not execution.ended and execution.execution_id not in watches and len(watches) < MAX_WATCHES:
+            watches[execution.execution_id] = asyncio.create_task(_watch(stub, execution.execution_id, state))
+        if execution.cancelled:
+            _remember_trip(state, execution.execution_id, execution.reason, execution.tripped_at.ToNanoseconds() / 1e9)
 
 
 def _ms(values: list[float]) -> str:
@@ -218,6 +216,20 @@ def _age(seconds: float) -> str:
     return f"{seconds / 3600:.1f}h"
 
 
+def _tool_state(tool: pb.AttachedTool) -> str:
+    if tool.grace_overrun:
+        return "OVERRAN"
+    return "unwound" if tool.unwound else "attached"
+
+
+def render_unreachable(address: str, details: str, interval_s: float) -> str:
+    """The frame shown while a daemon that answered before cannot be reached."""
+    return (
+        f"interrupt-sidecar top — {address} — {time.strftime('%H:%M:%S')} (every {interval_s:g}s; Ctrl+C quits)\n"
+        f"cannot reach the daemon: {details}; retrying every {interval_s:g}s\n"
+    )
+
+
 def render(address: str, executions: list[pb.Execution], state: _State, interval_s: float) -> str:
     """One frame of the view, as text."""
     now = time.time()
@@ -230,7 +242,8 @@ def render(address: str, executions: list[pb.Execution], state: _State, interval
         "",
         f"{'EXECUTION':<40} {'STATE':<28} {'CONTEXT':<16} {'TOOLS':>5} {'OVERRUNS':>8} {'AGE':>7}",
     ]
-    for e in sorted(live, key=lambda e: e.begun_at.ToNanoseconds()):
+    live.sort(key=lambda e: e.begun_at.ToNanoseconds())
+    for e in live:
         state_text = f"cancelled {_reason(e.reason)}" if e.cancelled else "live"
         age = _age(now - e.begun_at.ToNanoseconds() / 1e9)
         lines.append(
@@ -240,11 +253,15 @@ def render(address: str, executions: list[pb.Execution], state: _State, interval
     if not live:
         lines.append("(no live executions)")
     lines += ["", f"{'TOOL':<24} {'BEHAVIOR':<22} {'PID':>7} {'STATE':<9} EXECUTION"]
-    rows = [(execution_id, tool) for execution_id, tools in state.tools.items() for tool in tools.values()]
+    # From the same listing as the header's count, so the two always agree.
+    rows = [(e.execution_id, tool) for e in live for tool in e.tools]
     for execution_id, tool in rows[:MAX_TOOL_ROWS]:
-        lines.append(f"{tool.name[:24]:<24} {tool.behavior:<22} {tool.pid or '-':>7} {tool.state:<9} {execution_id}")
+        name = tool.tool_name or tool.tool_id
+        lines.append(
+            f"{name[:24]:<24} {_behavior(tool.behavior):<22} {tool.pid or '-':>7} {_tool_state(tool):<9} {execution_id}"
+        )
     if not rows:
-        lines.append("(no attached tools seen)")
+        lines.append("(no attached tools)")
     elif len(rows) > MAX_TOOL_ROWS:
         lines.append(f"… and {len(rows) - MAX_TOOL_ROWS} more")
     lines += [

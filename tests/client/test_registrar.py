@@ -23,13 +23,8 @@ from interrupt_sidecar_client import (
     aio,
     attach,
 )
-from interrupt_sidecar_client._registrar import (
-    AsyncTerminatorRegistrar,
-    CallbackSpec,
-    ProcessGroupSpec,
-    TerminatorRunner,
-    TerminatorSpec,
-)
+from interrupt_sidecar_client._registrar import AsyncTerminatorRegistrar, TerminatorRunner
+from interrupt_sidecar_client._terminator import CallbackSpec, ProcessGroupSpec, TerminatorSpec
 
 from tests.client.support import WAIT_S, aeventually, eventually, group_members
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import grpc
@@ -111,6 +111,49 @@ async def test_list_get_end_and_watch_end(stub: Stub) -> None:
     assert [e.execution_id for e in live.executions] == ["turn-b"]
     everything = await stub.ListExecutions(pb.ListExecutionsRequest(include_ended=True))
     assert sorted(e.execution_id for e in everything.executions) == ["turn-a", "turn-b"]
+
+
+async def test_get_list_and_the_watch_snapshot_name_the_attached_tools(channel: grpc.aio.Channel, stub: Stub) -> None:
+    """Tools attached before anyone looked are on the wire: GetExecution, the snapshot that
+    starts a watch, and ListExecutions with include_tools (not without: it stays light)."""
+    begun = await stub.BeginExecution(pb.BeginExecutionRequest(execution_id="with-tools"))
+    first, second, gone = RawTool(channel), RawTool(channel), RawTool(channel)
+    await first.hello(begun.attach_token, pb.INTERRUPT_BEHAVIOR_COOPERATIVE, name="first", pid=4242)
+    await second.hello(begun.attach_token, pb.INTERRUPT_BEHAVIOR_EXTERNALLY_TERMINATED, name="second")
+    await gone.hello(begun.attach_token, name="gone")
+    await gone.send(unwound=pb.Unwound(outcome=pb.TOOL_OUTCOME_COMPLETED))
+    await gone.close()
+    await first.send(unwound=pb.Unwound(outcome=pb.TOOL_OUTCOME_FAILED))
+
+    def summary(execution: pb.Execution) -> list[tuple[str, int, int, bool, int]]:
+        return [(t.tool_name, t.behavior, t.pid, t.unwound, t.outcome) for t in execution.tools]
+
+    expected = [
+        ("first", pb.INTERRUPT_BEHAVIOR_COOPERATIVE, 4242, True, pb.TOOL_OUTCOME_FAILED),
+        ("second", pb.INTERRUPT_BEHAVIOR_EXTERNALLY_TERMINATED, 0, False, pb.TOOL_OUTCOME_UNSPECIFIED),
+    ]
+
+    async def got() -> pb.Execution:
+        return (await stub.GetExecution(pb.GetExecutionRequest(execution_id="with-tools"))).execution
+
+    execution = await eventually(lambda: _if(got(), lambda e: summary(e) == expected))
+    assert execution.attached_tools == len(execution.tools) == 2
+    assert len({t.tool_id for t in execution.tools}) == 2
+    assert all(t.attached_at.ToNanoseconds() > 0 for t in execution.tools)
+    watcher = await watch(stub, "with-tools")
+    assert summary(watcher.seen[0].snapshot) == expected
+    watcher.close()
+    listed = await stub.ListExecutions(pb.ListExecutionsRequest(include_tools=True))
+    assert [summary(e) for e in listed.executions] == [expected]
+    light = await stub.ListExecutions(pb.ListExecutionsRequest())
+    assert [(e.attached_tools, len(e.tools)) for e in light.executions] == [(2, 0)]
+    await second.close()
+    await stub.EndExecution(pb.EndExecutionRequest(execution_id="with-tools"))
+
+
+async def _if(value: Awaitable[pb.Execution], check: Callable[[pb.Execution], bool]) -> pb.Execution | None:
+    result = await value
+    return result if check(result) else None
 
 
 BAD_REQUESTS: list[tuple[str, str, object, grpc.StatusCode]] = [
@@ -269,17 +312,3 @@ async def test_watch_of_unknown_execution_is_not_found(stub: Stub) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await call.read()
     assert caught.value.code() == grpc.StatusCode.NOT_FOUND
-
-
-async def test_reflection_lists_the_services(channel: grpc.aio.Channel) -> None:
-    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-
-    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
-
-    async def requests() -> AsyncIterator[reflection_pb2.ServerReflectionRequest]:
-        yield reflection_pb2.ServerReflectionRequest(list_services="")
-
-    async for response in stub.ServerReflectionInfo(requests()):
-        names = {s.name for s in response.list_services_response.service}
-        break
-    assert {"interrupt.v1.CoordinatorService", "interrupt.v1.ToolChannelService", "grpc.health.v1.Health"} <= names

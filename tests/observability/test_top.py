@@ -4,13 +4,16 @@ the trip with its latencies, refreshed a bounded number of times."""
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 import sys
+import tempfile
 import threading
+from pathlib import Path
 
 from interrupt_sidecar_client import InterruptBehavior, InterruptReason, aio
 
-from tests.conftest import ROOT, DaemonProcess
+from tests.conftest import ROOT, DaemonProcess, start_daemon
 from tests.observability.support import eventually
 
 
@@ -112,3 +115,97 @@ def test_top_reports_an_unreachable_daemon_with_exit_4() -> None:
     )
     assert result.returncode == 4, result.stderr
     assert "cannot reach the daemon" in result.stderr
+
+
+def _tool_table(frame: str) -> list[str]:
+    """The rows of the frame's tool table (between its header and the next blank line)."""
+    lines = frame.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("TOOL "))
+    rows = []
+    for line in lines[start + 1 :]:
+        if not line.strip():
+            break
+        rows.append(line)
+    return rows
+
+
+def _header_tools(frame: str) -> int:
+    return int(frame.split("tools attached: ", 1)[1].split()[0])
+
+
+def test_top_started_after_the_tools_attached_lists_them(daemon: DaemonProcess) -> None:
+    """The tools come from a snapshot: a tool that attached before top started is in its
+    first frame, and the table agrees with the header's count."""
+
+    async def scenario() -> None:
+        async with aio.AsyncCoordinator(daemon.address) as coordinator:
+            turn = await coordinator.begin(execution_id="top-before", context_id="chat")
+            async with aio.attach(
+                address=daemon.address,
+                token=turn.attach_token,
+                behavior=InterruptBehavior.EXTERNALLY_TERMINATED,
+                tool_name="early-bird",
+            ):
+                top = _Top(daemon.address, "--iterations", "1")
+                code, stderr = await asyncio.to_thread(top.finish)
+                assert code == 0, stderr
+                frame = top.last_frame()
+                assert _header_tools(frame) == 1, frame
+                rows = _tool_table(frame)
+                assert len(rows) == 1, frame
+                assert rows[0].split()[:2] == ["early-bird", "EXTERNALLY_TERMINATED"], frame
+                assert rows[0].split()[-2:] == ["attached", "top-before"], frame
+            await coordinator.end(turn.execution_id)
+
+    asyncio.run(scenario())
+
+
+def test_top_follows_the_daemon_through_a_restart() -> None:
+    """A daemon lost after top started is retried; when one answers again at the address,
+    the view comes back from a fresh snapshot, tools included."""
+    # Unix socket paths are limited to 107 bytes: keep the directory short.
+    with tempfile.TemporaryDirectory(prefix="isd-", dir="/tmp") as directory:
+        first = start_daemon(Path(directory))
+        top: _Top | None = None
+        second: DaemonProcess | None = None
+        try:
+
+            async def before() -> None:
+                async with aio.AsyncCoordinator(first.address) as coordinator:
+                    await coordinator.begin(execution_id="before-restart")
+
+            asyncio.run(before())
+            top = _Top(first.address, "--interval", "100ms", "--iterations", "600")
+            eventually(lambda: "before-restart" in top.last_frame(), what="the first daemon's execution")
+            assert first.stop() == 0, first.stderr
+            eventually(lambda: "cannot reach the daemon" in top.last_frame(), what="the lost daemon reported")
+            assert top.process.poll() is None, "top gave up on a daemon it had reached"
+            second = start_daemon(Path(directory))
+
+            async def after() -> None:
+                async with aio.AsyncCoordinator(second.address) as coordinator:
+                    turn = await coordinator.begin(execution_id="after-restart")
+                    async with aio.attach(
+                        address=second.address,
+                        token=turn.attach_token,
+                        behavior=InterruptBehavior.COOPERATIVE,
+                        tool_name="comeback",
+                    ):
+                        frame = await asyncio.to_thread(
+                            eventually, lambda: "comeback" in top.last_frame() and top.last_frame(), what="tool shown"
+                        )
+                        assert _header_tools(frame) == 1, frame
+                        assert len(_tool_table(frame)) == 1, frame
+                        assert "before-restart" not in frame.split("RECENT TRIPS")[0], frame
+                    await coordinator.end(turn.execution_id)
+
+            asyncio.run(after())
+            top.process.send_signal(signal.SIGINT)
+            code, stderr = top.finish()
+            assert code == 0, stderr
+        finally:
+            if top is not None and top.process.poll() is None:
+                top.finish(timeout=0.1)
+            for daemon in (first, second):
+                if daemon is not None:
+                    daemon.stop()

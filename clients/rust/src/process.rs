@@ -1,78 +1,42 @@
-//! The process helper: start a child in a process group of its own and hand the group to
-//! the daemon, which kills it at the trip.
+//! The process helper's lower half: start a child leading a process group of its own, and
+//! hold it as a [`ManagedChild`] that gives the group's terminator back when it is done.
+//! [`Run::spawn`](crate::Run::spawn) builds on this to hand the group to the daemon, which
+//! kills it at the trip. The run builds on this module, never the other way round: what a
+//! child needs of its run is the [`GroupRelease`] trait, which the run's state implements.
 
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::process::ExitStatus;
 use std::sync::Arc;
 
 use tokio::process::{Child, Command};
 
 use crate::error::{Details, Error, Result};
-use crate::run::{Inner, ProcessGroupOptions, Run};
 
-impl Run {
-    /// Starts `command` in a new process group (`process_group(0)`: the child leads it) and
-    /// registers the group as a process-group terminator with default options (SIGTERM at
-    /// the trip, SIGKILL after the execution's grace). EXTERNALLY_TERMINATED tools only.
-    ///
-    /// ```no_run
-    /// # async fn example(run: &interrupt_sidecar_client::Run) -> interrupt_sidecar_client::Result<()> {
-    /// let mut child = run.spawn(tokio::process::Command::new("make").arg("test")).await?;
-    /// let status = child.wait().await?; // the daemon kills the group if the execution trips
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// [`Error::FailedPrecondition`] for another behaviour or after unwound (checked before
-    /// anything starts), [`Error::Io`] when the child cannot start, and the errors of
-    /// [`Run::register_process_group`] (the child's group is then killed and reaped).
-    pub async fn spawn(&self, command: &mut Command) -> Result<ManagedChild> {
-        self.spawn_with(command, ProcessGroupOptions::default())
-            .await
-    }
+/// What a [`ManagedChild`] needs of the run that registered its group: to unregister the
+/// group's terminator once the child is reaped, quietly (the group no longer matters then).
+pub(crate) trait GroupRelease: fmt::Debug + Send + Sync {
+    fn release<'a>(
+        &'a self,
+        terminator_id: &'a str,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+}
 
-    /// [`spawn`](Self::spawn) with the signal and the delay before SIGKILL chosen.
-    ///
-    /// # Errors
-    ///
-    /// As [`spawn`](Self::spawn).
-    pub async fn spawn_with(
-        &self,
-        command: &mut Command,
-        options: ProcessGroupOptions,
-    ) -> Result<ManagedChild> {
-        let inner = self.inner();
-        inner.may_register_process_groups()?;
-        command.process_group(0);
-        let mut child = command.spawn().map_err(|error| {
-            Error::io(format!("start {:?}", command.as_std().get_program()), error)
-        })?;
-        let Some(pid) = child.id() else {
-            return Err(Error::io(
-                "start a child",
-                std::io::Error::other("the child has no pid"),
-            ));
-        };
-        let pgid = pid as i32;
-        let terminator_id = format!("pgid-{pgid}");
-        match inner
-            .register_process_group(terminator_id.clone(), pgid, options)
-            .await
-        {
-            Ok(_) => Ok(ManagedChild {
-                child,
-                pgid,
-                terminator_id,
-                inner,
-                reaped: false,
-            }),
-            Err(error) => {
-                kill_group(pgid, libc::SIGKILL);
-                let _ = child.wait().await;
-                Err(error)
-            }
-        }
-    }
+/// Starts `command` as the leader of a new process group (`process_group(0)`); returns the
+/// child and its group, whose id is the child's pid.
+pub(crate) fn start_group_leader(command: &mut Command) -> Result<(Child, i32)> {
+    command.process_group(0);
+    let child = command
+        .spawn()
+        .map_err(|error| Error::io(format!("start {:?}", command.as_std().get_program()), error))?;
+    let Some(pid) = child.id() else {
+        return Err(Error::io(
+            "start a child",
+            std::io::Error::other("the child has no pid"),
+        ));
+    };
+    Ok((child, pid as i32))
 }
 
 /// A child started by [`Run::spawn`]: the leader of a process group the daemon kills at the trip.
@@ -84,11 +48,27 @@ pub struct ManagedChild {
     child: Child,
     pgid: i32,
     terminator_id: String,
-    inner: Arc<Inner>,
+    owner: Arc<dyn GroupRelease>,
     reaped: bool,
 }
 
 impl ManagedChild {
+    /// A child whose group is registered as the terminator `terminator_id` with `owner`.
+    pub(crate) fn new(
+        child: Child,
+        pgid: i32,
+        terminator_id: String,
+        owner: Arc<dyn GroupRelease>,
+    ) -> Self {
+        Self {
+            child,
+            pgid,
+            terminator_id,
+            owner,
+            reaped: false,
+        }
+    }
+
     /// The child's pid (`None` once reaped).
     pub fn id(&self) -> Option<u32> {
         self.child.id()
@@ -123,7 +103,7 @@ impl ManagedChild {
             .map_err(|error| Error::io(format!("wait for process {}", self.pgid), error))?;
         if !self.reaped {
             self.reaped = true;
-            self.inner.unregister_quietly(&self.terminator_id).await;
+            self.owner.release(&self.terminator_id).await;
         }
         Ok(status)
     }
@@ -144,14 +124,14 @@ impl Drop for ManagedChild {
         // Not reaped, so the pgid cannot have been reused: killing the group is safe.
         kill_group(self.pgid, libc::SIGKILL);
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            let inner = self.inner.clone();
+            let owner = self.owner.clone();
             let terminator_id = std::mem::take(&mut self.terminator_id);
-            handle.spawn(async move { inner.unregister_quietly(&terminator_id).await });
+            handle.spawn(async move { owner.release(&terminator_id).await });
         }
     }
 }
 
-fn kill_group(pgid: i32, signal: i32) {
+pub(crate) fn kill_group(pgid: i32, signal: i32) {
     // SAFETY: killpg has no memory-safety preconditions; a failure (ESRCH: already gone)
     // is harmless here.
     unsafe {

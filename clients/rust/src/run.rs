@@ -2,10 +2,12 @@
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
+use tokio::process::Command;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -13,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{self, resolve_address, resolve_doorbell, resolve_token};
 use crate::doorbell::Doorbell;
 use crate::error::{Details, Error, Result};
+use crate::process::{self, GroupRelease, ManagedChild};
 use crate::proto;
 use crate::proto::tool_message::Message as Outbound;
 use crate::stream::{Answer, Sink, ToolStream};
@@ -582,7 +585,7 @@ impl Inner {
             )));
         }
         if self.stream.is_none() {
-            crate::process::check_local_group(pgid)?;
+            process::check_local_group(pgid)?;
         }
         let kind = proto::register_terminator::Kind::ProcessGroup(proto::ProcessGroupTerminator {
             pgid,
@@ -607,6 +610,15 @@ impl Inner {
 
     pub(crate) fn may_register_process_groups(&self) -> Result<()> {
         self.check(TerminatorKind::ProcessGroup)
+    }
+}
+
+impl GroupRelease for Inner {
+    fn release<'a>(
+        &'a self,
+        terminator_id: &'a str,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        Box::pin(self.unregister_quietly(terminator_id))
     }
 }
 
@@ -836,6 +848,59 @@ impl Run {
             .await
     }
 
+    /// Starts `command` in a new process group (`process_group(0)`: the child leads it) and
+    /// registers the group as a process-group terminator with default options (SIGTERM at
+    /// the trip, SIGKILL after the execution's grace). EXTERNALLY_TERMINATED tools only.
+    ///
+    /// ```no_run
+    /// # async fn example(run: &interrupt_sidecar_client::Run) -> interrupt_sidecar_client::Result<()> {
+    /// let mut child = run.spawn(tokio::process::Command::new("make").arg("test")).await?;
+    /// let status = child.wait().await?; // the daemon kills the group if the execution trips
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::FailedPrecondition`] for another behaviour or after unwound (checked before
+    /// anything starts), [`Error::Io`] when the child cannot start, and the errors of
+    /// [`Run::register_process_group`] (the child's group is then killed and reaped).
+    pub async fn spawn(&self, command: &mut Command) -> Result<ManagedChild> {
+        self.spawn_with(command, ProcessGroupOptions::default())
+            .await
+    }
+
+    /// [`spawn`](Self::spawn) with the signal and the delay before SIGKILL chosen.
+    ///
+    /// # Errors
+    ///
+    /// As [`spawn`](Self::spawn).
+    pub async fn spawn_with(
+        &self,
+        command: &mut Command,
+        options: ProcessGroupOptions,
+    ) -> Result<ManagedChild> {
+        self.inner.may_register_process_groups()?;
+        let (mut child, pgid) = process::start_group_leader(command)?;
+        let terminator_id = format!("pgid-{pgid}");
+        match self
+            .inner
+            .register_process_group(terminator_id.clone(), pgid, options)
+            .await
+        {
+            Ok(_) => Ok(ManagedChild::new(
+                child,
+                pgid,
+                terminator_id,
+                self.inner.clone(),
+            )),
+            Err(error) => {
+                process::kill_group(pgid, libc::SIGKILL);
+                let _ = child.wait().await;
+                Err(error)
+            }
+        }
+    }
+
     /// Unregisters a terminator so it no longer runs. Idempotent; a no-op once unwound.
     ///
     /// # Errors
@@ -980,6 +1045,7 @@ impl Run {
         self.attachment.as_ref().and_then(|a| a.grace)
     }
 
+    #[cfg(test)]
     pub(crate) fn inner(&self) -> Arc<Inner> {
         self.inner.clone()
     }
@@ -1200,8 +1266,8 @@ mod tests {
         within(
             "the registration",
             // A panic without the panic hook: with RUST_BACKTRACE=1 the default hook first
-            // resolves a backtrace (100-150 ms in a debug build), eating into the 250 ms
-            // close gives the result. What is under test here is the held request.
+            // resolves a backtrace (slow in a debug build), eating into the 250 ms close
+            // gives the result. What is under test here is the held request.
             run.register_terminator("slow_failing", || {
                 std::panic::resume_unwind(Box::new("the child would not stop"))
             }),

@@ -36,14 +36,14 @@ export {
   isCancelledExecution,
   statusName,
 } from "./errors";
-export { ManagedProcess, killProcessGroup, spawnProcessGroup, type ChildExit, type SpawnGroupOptions } from "./process";
 export {
-  ToolRun,
-  attach,
-  withRun,
-  type AttachOptions,
-  type ProcessGroupOptions,
-  type Terminator,
-  type TerminatorCallback,
-} from "./run";
+  ManagedProcess,
+  killProcessGroup,
+  spawnProcessGroup,
+  type ChildExit,
+  type GroupRegistrar,
+  type SpawnGroupOptions,
+} from "./process";
+export { ToolRun, attach, withRun, type AttachOptions } from "./run";
+export type { ProcessGroupOptions, Terminator, TerminatorCallback } from "./terminator";
 export { InterruptBehavior, InterruptReason, ToolOutcome, type Cancellation } from "./types";

@@ -12,7 +12,19 @@ import { once } from "node:events";
 
 import { NotFound } from "./errors";
 import { debug } from "./stream";
-import type { ProcessGroupOptions, Terminator, ToolRun } from "./run";
+import type { ProcessGroupOptions, Terminator } from "./terminator";
+
+/**
+ * What the process helper needs of the run it registers groups with (`ToolRun` is
+ * one). The run builds on this module, so the helper names it by this shape instead of
+ * importing it.
+ */
+export interface GroupRegistrar {
+  /** Throws (FailedPrecondition) when the run may not register a terminator of this kind now. */
+  checkRegistration(kind: Terminator["kind"]): void;
+  registerProcessGroup(pgid: number, options?: ProcessGroupOptions): Promise<Terminator>;
+  unregisterTerminator(terminator: Terminator | string): Promise<void>;
+}
 
 /** How a child ended: its exit code, or the signal that killed it. */
 export interface ChildExit {
@@ -52,7 +64,7 @@ export class ManagedProcess {
   constructor(
     /** The `child_process` child. */
     readonly child: ChildProcess,
-    private readonly run: ToolRun,
+    private readonly run: GroupRegistrar,
   ) {
     this.exited = new Promise((resolve) => {
       child.once("exit", (code, signal) => {
@@ -140,7 +152,7 @@ export class ManagedProcess {
  * rethrown. In no-op mode the child is started and nothing is registered with anybody.
  */
 export async function spawnProcessGroup(
-  run: ToolRun,
+  run: GroupRegistrar,
   command: string,
   args: readonly string[] = [],
   options: SpawnGroupOptions = {},

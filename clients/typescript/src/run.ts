@@ -7,6 +7,7 @@ import { resolveTool } from "./config";
 import { AlreadyExists, CancelledExecution, ConnectionLost, FailedPrecondition, InvalidArgument, NotFound, cancelledExecutionOf } from "./errors";
 import { spawnProcessGroup, type ManagedProcess, type SpawnGroupOptions } from "./process";
 import { debug, ToolStream, type RegistrarBackend, type TerminatorSpec } from "./stream";
+import type { ProcessGroupOptions, Terminator, TerminatorCallback } from "./terminator";
 import {
   InterruptBehavior,
   InterruptReason,
@@ -31,32 +32,6 @@ export const CLOSE_TIMEOUT_MS = 2_000;
  * how long closing a run waits for the terminators asked for so far to report their results.
  */
 export const SEQUENTIAL_WINDOW_MS = 250;
-
-/**
- * A callback terminator: called with no arguments when the execution trips (at once when
- * registered after the trip). It may return a promise, which the client awaits. It must be
- * idempotent and quick; a throw or rejection is reported to the daemon as this
- * terminator's failure and stops no other terminator.
- */
-export type TerminatorCallback = () => unknown;
-
-/** A registered terminator; pass it (or its id) to {@link ToolRun.unregisterTerminator}. */
-export interface Terminator {
-  readonly terminatorId: string;
-  readonly kind: "callback" | "process_group";
-  /** The process group, for process-group terminators. */
-  readonly pgid?: number;
-}
-
-/** Options of {@link ToolRun.registerProcessGroup}. */
-export interface ProcessGroupOptions {
-  /** Sent to the group at the trip (a name such as `"SIGTERM"` or a number). Default SIGTERM. */
-  readonly signal?: NodeJS.Signals | number;
-  /** SIGKILL follows after this many milliseconds. Default: the execution's grace. */
-  readonly killAfterMs?: number;
-  /** The terminator's id (default `pgid-<pgid>-<n>`). */
-  readonly terminatorId?: string;
-}
 
 /** Options of {@link attach}. */
 export interface AttachOptions {

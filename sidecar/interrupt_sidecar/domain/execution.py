@@ -218,6 +218,11 @@ class Execution:
     def attached_tools(self) -> int:
         return sum(1 for t in self.tools.values() if not t.detached)
 
+    def attached(self) -> list[ToolRun]:
+        """The tools attached now (the ``attached_tools`` of them), in attach order."""
+        with self._lock:
+            return [t for t in self.tools.values() if not t.detached]
+
     def grace_deadline_for(self, tool: ToolRun) -> Instant | None:
         """When ``tool`` must have unwound: trip + grace, or for a tool that
         attached after the trip, its attach + grace (it could not know sooner)."""
@@ -426,8 +431,8 @@ class Execution:
         An execution and its tools point at each other. Kept for a while after it
         ends, the pair lives long enough to reach the collector's oldest generation,
         which the daemon collects rarely (full passes are long), so once dropped such
-        cycles would pile up as garbage, about 3 KB an execution. Clearing the tools
-        here lets reference counting free them at once.
+        cycles would pile up as garbage: every ended execution with its tools. Clearing
+        the tools here lets reference counting free them at once.
         """
         with self._lock:
             assert self.ended, "only an ended execution is forgotten"

@@ -240,8 +240,9 @@ class ProcessGroups:
     @staticmethod
     def still_same(identity: GroupIdentity) -> bool:
         """False when the group's pgid now names another group (PID reuse)."""
-        # Through the table's kept file when it has one (a pread, ~5 us instead of ~15): a
-        # kept file reads nothing once its process is gone, so a reused PID is read anew.
+        # Through the table's kept file when it has one (a pread instead of an open, read
+        # and close): a kept file reads nothing once its process is gone, so a reused PID
+        # is read anew.
         leader = procfs.reread(identity.pgid)
         if leader is not None and leader.pgrp == identity.pgid and not leader.zombie:
             # A live leader must be the one pinned. When none was pinned the leader had

@@ -122,9 +122,9 @@ class _ProcessTable:
     """Every process in ``/proc`` as last read, kept current by reading only what changed.
 
     Why: a kill surveys the host's processes before it signals (descendants that left the
-    group are found only through parent links), and reading ``/proc/PID/stat`` costs ~3 us
-    a process in the kernel alone: 0.4 ms on a quiet 66-process host, milliseconds on a
-    workstation, all before the first signal. Between two surveys a process appears only by
+    group are found only through parent links), and reading ``/proc/PID/stat`` for every
+    process on the host costs in proportion to how many there are (the kernel formats each
+    file anew), all before the first signal. Between two surveys a process appears only by
     fork, disappears only by exit, and its parent link changes only when its parent exits
     (it is re-parented). So each entry keeps two descriptors:
 
@@ -135,8 +135,8 @@ class _ProcessTable:
       ``epoll_wait(0)`` names every process that exited since the last survey.
 
     An update lists ``/proc`` (new PIDs are read), drops what exited or vanished and re-reads
-    their children (whose parent changed), and re-reads zombies. The listing (~40 us of a
-    ~70 us update here) is skipped when no PID was handed out since the last one (see
+    their children (whose parent changed), and re-reads zombies. The listing (most of an
+    update's cost) is skipped when no PID was handed out since the last one (see
     :class:`_PidCursor`). What it cannot see is a live process changing its group
     (``setpgid``/``setsid``): callers re-read the processes whose group matters to them with
     :meth:`refresh`, and read everything with ``full=True`` when the table may be missing a
@@ -431,9 +431,9 @@ def open_pidfd(pid: int, start: int) -> int | None:
     """
     if not HAVE_PIDFD:
         return None
-    # The process table (what the last survey saw) already holds one: a dup is ~1 us
-    # against ~10 us for opening and checking a new one (a kill's watcher and each signal
-    # to an escaped descendant ask for one per process).
+    # The process table (what the last survey saw) already holds one: a dup is one cheap
+    # syscall, where a new one is pidfd_open plus a stat read to check its start time (a
+    # kill's watcher and each signal to an escaped descendant ask for one per process).
     lent = _table.lend_pidfd(pid, start)
     if lent is not None:
         return lent

@@ -57,8 +57,8 @@ _GONE_TIMEOUT_S = 10.0
 #: descendant may escape the group, and those have no pidfd yet.
 _RESCAN_S = 0.05
 #: Up to this many writers woken by one trip, the tripping RPC lets them start before it
-#: answers (each costs the answer one write submission, ~20-30 µs), and waits for the
-#: tools' cancels to be written.
+#: answers (each costs the answer one write submission), and waits for the tools'
+#: cancels to be written.
 _YIELD_TO_WRITERS_UP_TO = 8
 #: The longest the tripping RPC waits for those cancels (a tool that stopped reading can
 #: hold its stream's write back; its cancel still goes, the answer just does not wait).
@@ -69,7 +69,7 @@ class _Deadline:
     """Runs a callback on the loop once a moment on the monotonic clock has come, never before.
 
     Loop timers may fire before the delay they were given: uvloop keeps its time in whole
-    milliseconds, and here it ran ``call_later`` callbacks up to 0.36 ms early. Acting on
+    milliseconds, so it runs ``call_later`` callbacks up to a millisecond early. Acting on
     a deadline early breaks what the deadline promised (a SIGKILL before the group's
     grace ran out, a budget cut short), so a timer that fires early is armed again for
     what is left.
@@ -256,13 +256,13 @@ class TripPath:
             self._writers_woken += 1
         # The rest — timers, the Tripped event, the journal, metrics — is bookkeeping no
         # cancel needs, so it waits until the writers this trip woke have submitted their
-        # cancels: it is queued behind their wake-ups on the loop (15 us of a busy daemon's
-        # 50 us from Interrupt to write, and the journal's write on a daemon with a state
-        # directory). Nothing may observe the gap: every other entry point here, and
-        # ``done`` (the watch's snapshot), settles pending trips first, so a watcher still
-        # sees Tripped before anything that follows the trip, the journal still has the
-        # trip before any process group is signalled (kills are queued behind this), and
-        # an execution ended meanwhile is ended after its trip settled.
+        # cancels: it is queued behind their wake-ups on the loop (it is a large share of
+        # the work from Interrupt to write, more with the journal's write on a daemon with
+        # a state directory). Nothing may observe the gap: every other entry point here,
+        # and ``done`` (the watch's snapshot), settles pending trips first, so a watcher
+        # still sees Tripped before anything that follows the trip, the journal still has
+        # the trip before any process group is signalled (kills are queued behind this),
+        # and an execution ended meanwhile is ended after its trip settled.
         self._unsettled.append((execution, trip, deadline))
         if len(self._unsettled) == 1:
             self.loop.call_soon(self._settle_trips)
@@ -299,15 +299,14 @@ class TripPath:
 
         Each woken writer runs up to its ``context.write``, which hands the bytes to grpc
         core and yields back. Without this the writers wait until grpc has finished
-        answering the RPC (building, serializing and submitting the response: about
-        70 us here), all of it on the cancel's path. The answer then also waits for the
-        tools' cancels to be written (bounded by ``_ANSWER_AFTER_CANCELS_S``): sent while
-        a cancel is still in flight, it competes with it for the grpc threads and the
-        cores, and on an idle daemon that showed in the cancel's latency. With many
-        streams every writer would run before the answer, so a large fan-out answers
-        first and lets them follow — unless process-group kills are queued, which always
-        run before the answer. Either way the trip has settled when this returns: an
-        answered trip is in the journal.
+        answering the RPC (building, serializing and submitting the response), all of
+        it on the cancel's path. The answer then also waits for the tools' cancels to be
+        written (bounded by ``_ANSWER_AFTER_CANCELS_S``): sent while a cancel is still in
+        flight, it competes with it for the grpc threads and the cores, and on an idle
+        daemon that showed in the cancel's latency. With many streams every writer would
+        run before the answer, so a large fan-out answers first and lets them follow —
+        unless process-group kills are queued, which always run before the answer. Either
+        way the trip has settled when this returns: an answered trip is in the journal.
         """
         woken, self._writers_woken = self._writers_woken, 0
         kills, self._kills_queued = self._kills_queued, 0
@@ -326,10 +325,9 @@ class TripPath:
             return
         if sinks and len(sinks) <= _YIELD_TO_WRITERS_UP_TO:
             # Yield before setting up the wait (futures, a timeout timer): the woken writers
-            # run first and submit their cancels, so that setup is off the cancels' path
-            # (13 -> 8 us busy, 31 -> 19 us idle). The trip's bookkeeping and queued kills
-            # follow them in that turn, before any write can complete; the watchers the
-            # bookkeeping woke run while this waits.
+            # run first and submit their cancels, so that setup is off the cancels' path.
+            # The trip's bookkeeping and queued kills follow them in that turn, before any
+            # write can complete; the watchers the bookkeeping woke run while this waits.
             await asyncio.sleep(0)
             written = [asyncio.ensure_future(sink.cancel_written()) for sink in sinks]
             await asyncio.wait(written, timeout=_ANSWER_AFTER_CANCELS_S)
@@ -350,7 +348,7 @@ class TripPath:
                 self.observer.terminator_run("callback")
             return
         # The kill starts on the loop's next turn, after the stream writers this trip woke:
-        # its freeze-and-survey of /proc (~10 us a process on the host) would otherwise
+        # its freeze-and-survey of /proc (a pass over the host's processes) would otherwise
         # come before every cancel of the execution. It is held in ``kills`` meanwhile.
         # (The journal already has the trip: a crash before the kill still has it done.)
         queued = _QueuedKill(tool.execution.execution_id)

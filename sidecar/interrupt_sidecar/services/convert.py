@@ -6,7 +6,7 @@ from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 
-from interrupt_sidecar.domain.execution import Execution
+from interrupt_sidecar.domain.execution import Execution, ToolRun
 from interrupt_sidecar.domain.types import Instant
 from interrupt_sidecar.runtime import events
 
@@ -32,7 +32,9 @@ def _fill_duration(d: Duration, ns: int) -> None:
     d.seconds, d.nanos = seconds, nanos
 
 
-def execution(e: Execution) -> pb.Execution:
+def execution(e: Execution, *, tools: bool = False) -> pb.Execution:
+    """The wire form of ``e``; with ``tools``, its attached tools too (the answers on the
+    turn's own path, BeginExecution and EndExecution, leave them out)."""
     # Filled in place: nested constructors copy each Timestamp and Duration into the
     # parent, and FromNanoseconds is Python. BeginExecution and EndExecution both answer
     # with this, so it was half of a turn's own Python (py-spy, 8 callers).
@@ -74,7 +76,23 @@ def execution(e: Execution) -> pb.Execution:
         _fill_duration(msg.budget, e.budget_ns)
     if e.lease_ttl_ns:
         _fill_duration(msg.lease_ttl, e.lease_ttl_ns)
+    if tools:
+        for tool in e.attached():
+            _fill_attached_tool(msg.tools.add(), tool)
     return msg
+
+
+def _fill_attached_tool(msg: pb.AttachedTool, tool: ToolRun) -> None:
+    msg.tool_id = tool.tool_id
+    msg.tool_name = tool.tool_name
+    msg.tool_call_id = tool.tool_call_id
+    msg.behavior = int(tool.behavior)  # type: ignore[assignment]
+    msg.pid = tool.pid
+    attached_at = msg.attached_at
+    attached_at.seconds, attached_at.nanos = divmod(tool.attached_at.wall_ns, 1_000_000_000)
+    msg.unwound = tool.unwound_at is not None
+    msg.outcome = int(tool.outcome)  # type: ignore[assignment]
+    msg.grace_overrun = tool.overran
 
 
 def event(ev: events.ExecutionEvent) -> pb.ExecutionEvent:

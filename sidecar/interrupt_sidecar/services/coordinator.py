@@ -151,13 +151,13 @@ class CoordinatorService(pb_grpc.CoordinatorServiceServicer):
     @maps_errors
     async def GetExecution(self, request: pb.GetExecutionRequest, context: Context) -> pb.GetExecutionResponse:
         execution_id = v.identifier(request.execution_id, "execution_id", required=True)
-        return pb.GetExecutionResponse(execution=convert.execution(self._coordinator.get(execution_id)))
+        return pb.GetExecutionResponse(execution=convert.execution(self._coordinator.get(execution_id), tools=True))
 
     @maps_errors
     async def ListExecutions(self, request: pb.ListExecutionsRequest, context: Context) -> pb.ListExecutionsResponse:
         context_id = v.identifier(request.context_id, "context_id", required=False)
         found = self._coordinator.list(context_id, request.include_ended)
-        return pb.ListExecutionsResponse(executions=[convert.execution(e) for e in found])
+        return pb.ListExecutionsResponse(executions=[convert.execution(e, tools=request.include_tools) for e in found])
 
     async def WatchExecution(self, request: pb.WatchExecutionRequest, context: Context) -> None:  # type: ignore[override]
         try:
@@ -176,7 +176,7 @@ class CoordinatorService(pb_grpc.CoordinatorServiceServicer):
             execution_id=execution_id,
             sequence=self._hub.last_sequence(execution_id),
             occurred_at=convert.timestamp(execution.begun_at),
-            snapshot=convert.execution(execution),
+            snapshot=convert.execution(execution, tools=True),
         )
         try:
             await context.write(snapshot)

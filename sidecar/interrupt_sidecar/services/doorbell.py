@@ -1,8 +1,9 @@
 """The cancel doorbell: a raw unix socket that carries each tool's cancel ahead of its stream.
 
-Why: a gRPC stream message costs the daemon ~40 us of grpc on its one event loop and reaches
-the tool ~130 us after the write; a raw socket write costs a few microseconds and arrives in
-tens. A tool that asks for a doorbell in its hello gets a path and a one-time token in
+Why: a gRPC stream message costs the daemon a pass through grpc (framing, HTTP/2, its
+completion queue) on its one event loop and reaches the tool after the client's grpc has
+done the same; a raw socket write is one syscall and its reader wakes at once. (The
+benchmark measures both paths.) A tool that asks for a doorbell in its hello gets a path and a one-time token in
 ``attached``; it connects, writes the token, and the daemon writes the cancel there the
 moment the execution trips, before the stream's own cancel. The stream stays authoritative
 (the cancel still follows on it, and everything else only goes there): the doorbell makes

@@ -33,10 +33,10 @@ from interrupt_sidecar_client._errors import (
     Unavailable,
 )
 from interrupt_sidecar_client._process import ManagedProcess
-from interrupt_sidecar_client._registrar import Terminator, TerminatorKind
 from interrupt_sidecar_client._signal import NOOP_SIGNAL, CancellationSignal, CancellationSource
 from interrupt_sidecar_client._sync_coordinator import Coordinator
 from interrupt_sidecar_client._sync_tool import TerminatorRegistrar, ToolRun, attach
+from interrupt_sidecar_client._terminator import Terminator, TerminatorKind
 from interrupt_sidecar_client._types import (
     BegunExecution,
     Cancellation,

@@ -17,18 +17,43 @@ import subprocess
 from collections.abc import Sequence
 from datetime import timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from interrupt_sidecar_client._errors import NotFound
-from interrupt_sidecar_client._registrar import TerminatorKind
+from interrupt_sidecar_client._terminator import Terminator, TerminatorKind
 
-if TYPE_CHECKING:
-    from interrupt_sidecar_client._registrar import AsyncTerminatorRegistrar, Terminator
-    from interrupt_sidecar_client._sync_tool import TerminatorRegistrar
-
-__all__ = ["AsyncManagedProcess", "ManagedProcess"]
+__all__ = ["AsyncGroupRegistrar", "AsyncManagedProcess", "GroupRegistrar", "ManagedProcess"]
 
 log = logging.getLogger(__name__)
+
+
+# What a managed process needs of the registrar that started it, and no more: the
+# registrars (``_registrar``, ``_sync_tool``) build on this module, so it names them
+# by these shapes rather than importing them.
+
+
+class AsyncGroupRegistrar(Protocol):
+    """The async registrar's part a managed process uses (``AsyncTerminatorRegistrar`` is one)."""
+
+    def _check(self, kind: TerminatorKind) -> None: ...
+
+    async def register_process_group(
+        self, pgid: int, *, signal: int, kill_after: timedelta | float | None, terminator_id: str | None
+    ) -> Terminator: ...
+
+    async def _unregister_quietly(self, terminator: Terminator) -> None: ...
+
+
+class GroupRegistrar(Protocol):
+    """The blocking registrar's part a managed process uses (``TerminatorRegistrar`` is one)."""
+
+    def _check(self, kind: TerminatorKind) -> None: ...
+
+    def register_process_group(
+        self, pgid: int, *, signal: int, kill_after: timedelta | float | None, terminator_id: str | None
+    ) -> Terminator: ...
+
+    def _unregister_quietly(self, terminator: Terminator) -> None: ...
 
 
 def _own_group(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -69,7 +94,7 @@ class AsyncManagedProcess:
     still running. ``wait()``/``communicate()`` unregister as soon as the child has ended.
     """
 
-    def __init__(self, process: asyncio.subprocess.Process, registrar: AsyncTerminatorRegistrar) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, registrar: AsyncGroupRegistrar) -> None:
         self.process = process
         self._registrar = registrar
         self.terminator: Terminator | None = None
@@ -124,7 +149,7 @@ class AsyncManagedProcess:
 
 
 async def create_subprocess_exec(
-    registrar: AsyncTerminatorRegistrar,
+    registrar: AsyncGroupRegistrar,
     program: str | os.PathLike[str],
     *args: str | os.PathLike[str],
     signal: int = signal_module.SIGTERM,
@@ -160,7 +185,7 @@ class ManagedProcess:
     as soon as the child has ended.
     """
 
-    def __init__(self, process: subprocess.Popen[Any], registrar: TerminatorRegistrar) -> None:
+    def __init__(self, process: subprocess.Popen[Any], registrar: GroupRegistrar) -> None:
         self.process = process
         self._registrar = registrar
         self.terminator: Terminator | None = None
@@ -216,7 +241,7 @@ class ManagedProcess:
 
 
 def popen(
-    registrar: TerminatorRegistrar,
+    registrar: GroupRegistrar,
     args: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
     signal: int = signal_module.SIGTERM,
@@ -224,7 +249,7 @@ def popen(
     terminator_id: str | None = None,
     **kwargs: Any,
 ) -> ManagedProcess:
-    registrar._core._check(TerminatorKind.PROCESS_GROUP)  # refuse before starting anything
+    registrar._check(TerminatorKind.PROCESS_GROUP)  # refuse before starting anything
     process: subprocess.Popen[Any] = subprocess.Popen(args, **_own_group(kwargs))
     managed = ManagedProcess(process, registrar)
     try:

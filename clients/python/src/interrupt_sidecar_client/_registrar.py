@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import inspect
 import itertools
 import logging
@@ -18,9 +17,8 @@ import signal as signal_module
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from interrupt_sidecar_client._errors import (
     AlreadyExists,
@@ -30,62 +28,22 @@ from interrupt_sidecar_client._errors import (
     NotFound,
     SidecarError,
 )
+from interrupt_sidecar_client._process import AsyncManagedProcess, create_subprocess_exec
 from interrupt_sidecar_client._signal import CancellationSignal
+from interrupt_sidecar_client._terminator import (
+    CallbackSpec,
+    ProcessGroupSpec,
+    RegistrarBackend,
+    Terminator,
+    TerminatorCallback,
+    TerminatorKind,
+    TerminatorSpec,
+)
 from interrupt_sidecar_client._types import InterruptBehavior
 
-if TYPE_CHECKING:
-    from interrupt_sidecar_client._process import AsyncManagedProcess
-
-__all__ = ["AsyncTerminatorRegistrar", "Terminator", "TerminatorCallback", "TerminatorKind"]
+__all__ = ["AsyncTerminatorRegistrar", "LocalBackend", "TerminatorRunner"]
 
 log = logging.getLogger(__name__)
-
-#: A callback terminator: called with no arguments. It may return an awaitable, which
-#: the client awaits. It must be idempotent, quick and non-blocking; an exception is
-#: reported to the daemon as this terminator's failure and stops no other terminator.
-TerminatorCallback = Callable[[], object]
-
-
-class TerminatorKind(enum.Enum):
-    """What a terminator does at the trip."""
-
-    #: The daemon tells the tool (``run_terminator``) and the client calls the callable.
-    CALLBACK = "callback"
-    #: The daemon signals the process group itself, then SIGKILLs it after ``kill_after``.
-    PROCESS_GROUP = "process_group"
-
-
-@dataclass(frozen=True, slots=True)
-class Terminator:
-    """A registered terminator; pass it (or its id) to ``unregister``."""
-
-    terminator_id: str
-    kind: TerminatorKind
-    #: The process group, for PROCESS_GROUP terminators.
-    pgid: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class CallbackSpec:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class ProcessGroupSpec:
-    pgid: int
-    signal: int
-    kill_after: timedelta | None
-
-
-TerminatorSpec = CallbackSpec | ProcessGroupSpec
-
-
-class RegistrarBackend(Protocol):
-    """Where registrations go. Both methods raise ``SidecarError`` subclasses on refusal."""
-
-    async def register(self, terminator_id: str, spec: TerminatorSpec) -> None: ...
-
-    async def unregister(self, terminator_id: str) -> None: ...
 
 
 def describe(error: BaseException) -> str:
@@ -307,8 +265,6 @@ class AsyncTerminatorRegistrar:
         A thin wrapper over ``asyncio.create_subprocess_exec`` (``start_new_session=True``);
         see :class:`~interrupt_sidecar_client.aio.AsyncManagedProcess`.
         """
-        from interrupt_sidecar_client._process import create_subprocess_exec
-
         return await create_subprocess_exec(
             self, program, *args, signal=signal, kill_after=kill_after, terminator_id=terminator_id, **kwargs
         )

@@ -32,7 +32,7 @@ from interrupt_sidecar_client._errors import (
     error_from_rpc,
 )
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2, interrupt_pb2_grpc
-from interrupt_sidecar_client._registrar import CallbackSpec, ProcessGroupSpec, TerminatorSpec
+from interrupt_sidecar_client._terminator import CallbackSpec, ProcessGroupSpec, TerminatorSpec
 from interrupt_sidecar_client._types import Cancellation, ToolOutcome, cancellation_from_pb, outcome_to_pb
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,9 @@ from interrupt_sidecar_client._errors import CancelledExecution, ThreadInterrupt
 from interrupt_sidecar_client._interrupt import InterruptScope, ThreadInterrupter
 from interrupt_sidecar_client._loop import LoopThread, shared_loop
 from interrupt_sidecar_client._process import ManagedProcess, popen
-from interrupt_sidecar_client._registrar import AsyncTerminatorRegistrar, Terminator
+from interrupt_sidecar_client._registrar import AsyncTerminatorRegistrar
 from interrupt_sidecar_client._signal import CancellationSignal, CancellationSource
+from interrupt_sidecar_client._terminator import Terminator, TerminatorKind
 from interrupt_sidecar_client._tool import AsyncToolRun, open_run, outcome_for
 from interrupt_sidecar_client._types import InterruptBehavior, ToolOutcome
 
@@ -127,6 +128,9 @@ class TerminatorRegistrar:
 
     def _unregister_quietly(self, terminator: Terminator) -> None:
         self._loop.run(self._core._unregister_quietly(terminator))
+
+    def _check(self, kind: TerminatorKind) -> None:
+        self._core._check(kind)
 
     def __enter__(self) -> TerminatorRegistrar:
         return self

@@ -14,8 +14,9 @@ re-exported here so one import is enough.
 from interrupt_sidecar_client._coordinator import AsyncCoordinator
 from interrupt_sidecar_client._errors import CancelledExecution, SidecarError
 from interrupt_sidecar_client._process import AsyncManagedProcess
-from interrupt_sidecar_client._registrar import AsyncTerminatorRegistrar, Terminator, TerminatorKind
+from interrupt_sidecar_client._registrar import AsyncTerminatorRegistrar
 from interrupt_sidecar_client._signal import NOOP_SIGNAL, CancellationSignal, CancellationSource
+from interrupt_sidecar_client._terminator import Terminator, TerminatorKind
 from interrupt_sidecar_client._tool import AsyncToolRun, attach
 from interrupt_sidecar_client._types import InterruptBehavior, InterruptReason, ToolOutcome
 

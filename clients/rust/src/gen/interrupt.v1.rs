@@ -172,6 +172,9 @@ pub struct ListExecutionsRequest {
     /// Include recently ended executions the daemon still remembers.
     #[prost(bool, tag = "2")]
     pub include_ended: bool,
+    /// Fill each execution's tools (the tool streams attached now).
+    #[prost(bool, tag = "3")]
+    pub include_tools: bool,
 }
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -244,6 +247,38 @@ pub struct Execution {
     /// The parent in another daemon, without its credential.
     #[prost(message, optional, tag = "20")]
     pub remote_parent: ::core::option::Option<RemoteParent>,
+    /// The tool streams attached now (attached_tools of them), in attach order.
+    /// Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+    /// ListExecutions with include_tools; empty in the other answers.
+    #[prost(message, repeated, tag = "21")]
+    pub tools: ::prost::alloc::vec::Vec<AttachedTool>,
+}
+/// A tool stream attached to an execution: what its ToolAttached event said, and
+/// how far it has got since.
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AttachedTool {
+    #[prost(string, tag = "1")]
+    pub tool_id: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub tool_name: ::prost::alloc::string::String,
+    #[prost(string, tag = "3")]
+    pub tool_call_id: ::prost::alloc::string::String,
+    #[prost(enumeration = "InterruptBehavior", tag = "4")]
+    pub behavior: i32,
+    #[prost(int32, tag = "5")]
+    pub pid: i32,
+    #[prost(message, optional, tag = "6")]
+    pub attached_at: ::core::option::Option<::prost_types::Timestamp>,
+    /// True once the tool reported Unwound (its stream closes soon after).
+    #[prost(bool, tag = "7")]
+    pub unwound: bool,
+    /// How its run ended, once unwound.
+    #[prost(enumeration = "ToolOutcome", tag = "8")]
+    pub outcome: i32,
+    /// True when it overran the grace after the trip.
+    #[prost(bool, tag = "9")]
+    pub grace_overrun: bool,
 }
 /// One thing that happened to an execution, in the order it happened.
 #[allow(clippy::all)]

@@ -1018,7 +1018,9 @@ type ListExecutionsRequest struct {
 	// When set, only executions of this context.
 	ContextId string `protobuf:"bytes,1,opt,name=context_id,json=contextId,proto3" json:"context_id,omitempty"`
 	// Include recently ended executions the daemon still remembers.
-	IncludeEnded  bool `protobuf:"varint,2,opt,name=include_ended,json=includeEnded,proto3" json:"include_ended,omitempty"`
+	IncludeEnded bool `protobuf:"varint,2,opt,name=include_ended,json=includeEnded,proto3" json:"include_ended,omitempty"`
+	// Fill each execution's tools (the tool streams attached now).
+	IncludeTools  bool `protobuf:"varint,3,opt,name=include_tools,json=includeTools,proto3" json:"include_tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1063,6 +1065,13 @@ func (x *ListExecutionsRequest) GetContextId() string {
 func (x *ListExecutionsRequest) GetIncludeEnded() bool {
 	if x != nil {
 		return x.IncludeEnded
+	}
+	return false
+}
+
+func (x *ListExecutionsRequest) GetIncludeTools() bool {
+	if x != nil {
+		return x.IncludeTools
 	}
 	return false
 }
@@ -1195,7 +1204,11 @@ type Execution struct {
 	SessionId string `protobuf:"bytes,18,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	TaskId    string `protobuf:"bytes,19,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	// The parent in another daemon, without its credential.
-	RemoteParent  *RemoteParent `protobuf:"bytes,20,opt,name=remote_parent,json=remoteParent,proto3" json:"remote_parent,omitempty"`
+	RemoteParent *RemoteParent `protobuf:"bytes,20,opt,name=remote_parent,json=remoteParent,proto3" json:"remote_parent,omitempty"`
+	// The tool streams attached now (attached_tools of them), in attach order.
+	// Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+	// ListExecutions with include_tools; empty in the other answers.
+	Tools         []*AttachedTool `protobuf:"bytes,21,rep,name=tools,proto3" json:"tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1370,6 +1383,126 @@ func (x *Execution) GetRemoteParent() *RemoteParent {
 	return nil
 }
 
+func (x *Execution) GetTools() []*AttachedTool {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+// A tool stream attached to an execution: what its ToolAttached event said, and
+// how far it has got since.
+type AttachedTool struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ToolId     string                 `protobuf:"bytes,1,opt,name=tool_id,json=toolId,proto3" json:"tool_id,omitempty"`
+	ToolName   string                 `protobuf:"bytes,2,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
+	ToolCallId string                 `protobuf:"bytes,3,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	Behavior   InterruptBehavior      `protobuf:"varint,4,opt,name=behavior,proto3,enum=interrupt.v1.InterruptBehavior" json:"behavior,omitempty"`
+	Pid        int32                  `protobuf:"varint,5,opt,name=pid,proto3" json:"pid,omitempty"`
+	AttachedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=attached_at,json=attachedAt,proto3" json:"attached_at,omitempty"`
+	// True once the tool reported Unwound (its stream closes soon after).
+	Unwound bool `protobuf:"varint,7,opt,name=unwound,proto3" json:"unwound,omitempty"`
+	// How its run ended, once unwound.
+	Outcome ToolOutcome `protobuf:"varint,8,opt,name=outcome,proto3,enum=interrupt.v1.ToolOutcome" json:"outcome,omitempty"`
+	// True when it overran the grace after the trip.
+	GraceOverrun  bool `protobuf:"varint,9,opt,name=grace_overrun,json=graceOverrun,proto3" json:"grace_overrun,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttachedTool) Reset() {
+	*x = AttachedTool{}
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttachedTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttachedTool) ProtoMessage() {}
+
+func (x *AttachedTool) ProtoReflect() protoreflect.Message {
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttachedTool.ProtoReflect.Descriptor instead.
+func (*AttachedTool) Descriptor() ([]byte, []int) {
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *AttachedTool) GetToolId() string {
+	if x != nil {
+		return x.ToolId
+	}
+	return ""
+}
+
+func (x *AttachedTool) GetToolName() string {
+	if x != nil {
+		return x.ToolName
+	}
+	return ""
+}
+
+func (x *AttachedTool) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *AttachedTool) GetBehavior() InterruptBehavior {
+	if x != nil {
+		return x.Behavior
+	}
+	return InterruptBehavior_INTERRUPT_BEHAVIOR_UNSPECIFIED
+}
+
+func (x *AttachedTool) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *AttachedTool) GetAttachedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AttachedAt
+	}
+	return nil
+}
+
+func (x *AttachedTool) GetUnwound() bool {
+	if x != nil {
+		return x.Unwound
+	}
+	return false
+}
+
+func (x *AttachedTool) GetOutcome() ToolOutcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return ToolOutcome_TOOL_OUTCOME_UNSPECIFIED
+}
+
+func (x *AttachedTool) GetGraceOverrun() bool {
+	if x != nil {
+		return x.GraceOverrun
+	}
+	return false
+}
+
 // One thing that happened to an execution, in the order it happened.
 type ExecutionEvent struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -1396,7 +1529,7 @@ type ExecutionEvent struct {
 
 func (x *ExecutionEvent) Reset() {
 	*x = ExecutionEvent{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[16]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1408,7 +1541,7 @@ func (x *ExecutionEvent) String() string {
 func (*ExecutionEvent) ProtoMessage() {}
 
 func (x *ExecutionEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[16]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1421,7 +1554,7 @@ func (x *ExecutionEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionEvent.ProtoReflect.Descriptor instead.
 func (*ExecutionEvent) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{16}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ExecutionEvent) GetExecutionId() string {
@@ -1619,7 +1752,7 @@ type ExecutionTripped struct {
 
 func (x *ExecutionTripped) Reset() {
 	*x = ExecutionTripped{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[17]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1631,7 +1764,7 @@ func (x *ExecutionTripped) String() string {
 func (*ExecutionTripped) ProtoMessage() {}
 
 func (x *ExecutionTripped) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[17]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1644,7 +1777,7 @@ func (x *ExecutionTripped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionTripped.ProtoReflect.Descriptor instead.
 func (*ExecutionTripped) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{17}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ExecutionTripped) GetReason() InterruptReason {
@@ -1689,7 +1822,7 @@ type ToolAttached struct {
 
 func (x *ToolAttached) Reset() {
 	*x = ToolAttached{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[18]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1701,7 +1834,7 @@ func (x *ToolAttached) String() string {
 func (*ToolAttached) ProtoMessage() {}
 
 func (x *ToolAttached) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[18]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1714,7 +1847,7 @@ func (x *ToolAttached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolAttached.ProtoReflect.Descriptor instead.
 func (*ToolAttached) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{18}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ToolAttached) GetToolId() string {
@@ -1767,7 +1900,7 @@ type ToolUnwound struct {
 
 func (x *ToolUnwound) Reset() {
 	*x = ToolUnwound{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[19]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1779,7 +1912,7 @@ func (x *ToolUnwound) String() string {
 func (*ToolUnwound) ProtoMessage() {}
 
 func (x *ToolUnwound) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[19]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1792,7 +1925,7 @@ func (x *ToolUnwound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolUnwound.ProtoReflect.Descriptor instead.
 func (*ToolUnwound) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{19}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ToolUnwound) GetToolId() string {
@@ -1842,7 +1975,7 @@ type ToolDetached struct {
 
 func (x *ToolDetached) Reset() {
 	*x = ToolDetached{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[20]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1854,7 +1987,7 @@ func (x *ToolDetached) String() string {
 func (*ToolDetached) ProtoMessage() {}
 
 func (x *ToolDetached) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[20]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1867,7 +2000,7 @@ func (x *ToolDetached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDetached.ProtoReflect.Descriptor instead.
 func (*ToolDetached) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{20}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ToolDetached) GetToolId() string {
@@ -1903,7 +2036,7 @@ type GraceOverrun struct {
 
 func (x *GraceOverrun) Reset() {
 	*x = GraceOverrun{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[21]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1915,7 +2048,7 @@ func (x *GraceOverrun) String() string {
 func (*GraceOverrun) ProtoMessage() {}
 
 func (x *GraceOverrun) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[21]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1928,7 +2061,7 @@ func (x *GraceOverrun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraceOverrun.ProtoReflect.Descriptor instead.
 func (*GraceOverrun) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{21}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GraceOverrun) GetToolId() string {
@@ -1974,7 +2107,7 @@ type ProcessGroupSignalled struct {
 
 func (x *ProcessGroupSignalled) Reset() {
 	*x = ProcessGroupSignalled{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[22]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1986,7 +2119,7 @@ func (x *ProcessGroupSignalled) String() string {
 func (*ProcessGroupSignalled) ProtoMessage() {}
 
 func (x *ProcessGroupSignalled) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[22]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1999,7 +2132,7 @@ func (x *ProcessGroupSignalled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessGroupSignalled.ProtoReflect.Descriptor instead.
 func (*ProcessGroupSignalled) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{22}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ProcessGroupSignalled) GetToolId() string {
@@ -2050,7 +2183,7 @@ type ProcessGroupGone struct {
 
 func (x *ProcessGroupGone) Reset() {
 	*x = ProcessGroupGone{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[23]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2062,7 +2195,7 @@ func (x *ProcessGroupGone) String() string {
 func (*ProcessGroupGone) ProtoMessage() {}
 
 func (x *ProcessGroupGone) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[23]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2075,7 +2208,7 @@ func (x *ProcessGroupGone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessGroupGone.ProtoReflect.Descriptor instead.
 func (*ProcessGroupGone) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{23}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ProcessGroupGone) GetToolId() string {
@@ -2117,7 +2250,7 @@ type TerminatorFailed struct {
 
 func (x *TerminatorFailed) Reset() {
 	*x = TerminatorFailed{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[24]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2129,7 +2262,7 @@ func (x *TerminatorFailed) String() string {
 func (*TerminatorFailed) ProtoMessage() {}
 
 func (x *TerminatorFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[24]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2142,7 +2275,7 @@ func (x *TerminatorFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminatorFailed.ProtoReflect.Descriptor instead.
 func (*TerminatorFailed) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{24}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TerminatorFailed) GetToolId() string {
@@ -2175,7 +2308,7 @@ type ExecutionEnded struct {
 
 func (x *ExecutionEnded) Reset() {
 	*x = ExecutionEnded{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[25]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2187,7 +2320,7 @@ func (x *ExecutionEnded) String() string {
 func (*ExecutionEnded) ProtoMessage() {}
 
 func (x *ExecutionEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[25]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2200,7 +2333,7 @@ func (x *ExecutionEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionEnded.ProtoReflect.Descriptor instead.
 func (*ExecutionEnded) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{25}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ExecutionEnded) GetEndedAt() *timestamppb.Timestamp {
@@ -2226,7 +2359,7 @@ type ToolMessage struct {
 
 func (x *ToolMessage) Reset() {
 	*x = ToolMessage{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[26]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2238,7 +2371,7 @@ func (x *ToolMessage) String() string {
 func (*ToolMessage) ProtoMessage() {}
 
 func (x *ToolMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[26]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2251,7 +2384,7 @@ func (x *ToolMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolMessage.ProtoReflect.Descriptor instead.
 func (*ToolMessage) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{26}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ToolMessage) GetMessage() isToolMessage_Message {
@@ -2359,7 +2492,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[27]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2371,7 +2504,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[27]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2384,7 +2517,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{27}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Hello) GetAttachToken() string {
@@ -2444,7 +2577,7 @@ type RegisterTerminator struct {
 
 func (x *RegisterTerminator) Reset() {
 	*x = RegisterTerminator{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[28]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2456,7 +2589,7 @@ func (x *RegisterTerminator) String() string {
 func (*RegisterTerminator) ProtoMessage() {}
 
 func (x *RegisterTerminator) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[28]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2469,7 +2602,7 @@ func (x *RegisterTerminator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTerminator.ProtoReflect.Descriptor instead.
 func (*RegisterTerminator) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{28}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RegisterTerminator) GetTerminatorId() string {
@@ -2530,7 +2663,7 @@ type CallbackTerminator struct {
 
 func (x *CallbackTerminator) Reset() {
 	*x = CallbackTerminator{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[29]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2542,7 +2675,7 @@ func (x *CallbackTerminator) String() string {
 func (*CallbackTerminator) ProtoMessage() {}
 
 func (x *CallbackTerminator) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[29]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2555,7 +2688,7 @@ func (x *CallbackTerminator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackTerminator.ProtoReflect.Descriptor instead.
 func (*CallbackTerminator) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{29}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{30}
 }
 
 type ProcessGroupTerminator struct {
@@ -2571,7 +2704,7 @@ type ProcessGroupTerminator struct {
 
 func (x *ProcessGroupTerminator) Reset() {
 	*x = ProcessGroupTerminator{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[30]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2583,7 +2716,7 @@ func (x *ProcessGroupTerminator) String() string {
 func (*ProcessGroupTerminator) ProtoMessage() {}
 
 func (x *ProcessGroupTerminator) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[30]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2596,7 +2729,7 @@ func (x *ProcessGroupTerminator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessGroupTerminator.ProtoReflect.Descriptor instead.
 func (*ProcessGroupTerminator) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{30}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ProcessGroupTerminator) GetPgid() int32 {
@@ -2629,7 +2762,7 @@ type UnregisterTerminator struct {
 
 func (x *UnregisterTerminator) Reset() {
 	*x = UnregisterTerminator{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[31]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2641,7 +2774,7 @@ func (x *UnregisterTerminator) String() string {
 func (*UnregisterTerminator) ProtoMessage() {}
 
 func (x *UnregisterTerminator) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[31]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2654,7 +2787,7 @@ func (x *UnregisterTerminator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnregisterTerminator.ProtoReflect.Descriptor instead.
 func (*UnregisterTerminator) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{31}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *UnregisterTerminator) GetTerminatorId() string {
@@ -2675,7 +2808,7 @@ type Unwound struct {
 
 func (x *Unwound) Reset() {
 	*x = Unwound{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[32]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2687,7 +2820,7 @@ func (x *Unwound) String() string {
 func (*Unwound) ProtoMessage() {}
 
 func (x *Unwound) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[32]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2700,7 +2833,7 @@ func (x *Unwound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Unwound.ProtoReflect.Descriptor instead.
 func (*Unwound) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{32}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Unwound) GetOutcome() ToolOutcome {
@@ -2729,7 +2862,7 @@ type TerminatorResult struct {
 
 func (x *TerminatorResult) Reset() {
 	*x = TerminatorResult{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[33]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2741,7 +2874,7 @@ func (x *TerminatorResult) String() string {
 func (*TerminatorResult) ProtoMessage() {}
 
 func (x *TerminatorResult) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[33]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2754,7 +2887,7 @@ func (x *TerminatorResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminatorResult.ProtoReflect.Descriptor instead.
 func (*TerminatorResult) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{33}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *TerminatorResult) GetTerminatorId() string {
@@ -2788,7 +2921,7 @@ type SidecarMessage struct {
 
 func (x *SidecarMessage) Reset() {
 	*x = SidecarMessage{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[34]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2800,7 +2933,7 @@ func (x *SidecarMessage) String() string {
 func (*SidecarMessage) ProtoMessage() {}
 
 func (x *SidecarMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[34]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2813,7 +2946,7 @@ func (x *SidecarMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SidecarMessage.ProtoReflect.Descriptor instead.
 func (*SidecarMessage) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{34}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SidecarMessage) GetMessage() isSidecarMessage_Message {
@@ -2933,7 +3066,7 @@ type Attached struct {
 
 func (x *Attached) Reset() {
 	*x = Attached{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[35]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2945,7 +3078,7 @@ func (x *Attached) String() string {
 func (*Attached) ProtoMessage() {}
 
 func (x *Attached) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[35]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2958,7 +3091,7 @@ func (x *Attached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attached.ProtoReflect.Descriptor instead.
 func (*Attached) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{35}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Attached) GetExecutionId() string {
@@ -3024,7 +3157,7 @@ type Doorbell struct {
 
 func (x *Doorbell) Reset() {
 	*x = Doorbell{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[36]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3036,7 +3169,7 @@ func (x *Doorbell) String() string {
 func (*Doorbell) ProtoMessage() {}
 
 func (x *Doorbell) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[36]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3049,7 +3182,7 @@ func (x *Doorbell) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Doorbell.ProtoReflect.Descriptor instead.
 func (*Doorbell) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{36}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Doorbell) GetPath() string {
@@ -3080,7 +3213,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[37]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3092,7 +3225,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[37]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3105,7 +3238,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{37}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Cancel) GetReason() InterruptReason {
@@ -3145,7 +3278,7 @@ type RunTerminator struct {
 
 func (x *RunTerminator) Reset() {
 	*x = RunTerminator{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[38]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3157,7 +3290,7 @@ func (x *RunTerminator) String() string {
 func (*RunTerminator) ProtoMessage() {}
 
 func (x *RunTerminator) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[38]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3170,7 +3303,7 @@ func (x *RunTerminator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunTerminator.ProtoReflect.Descriptor instead.
 func (*RunTerminator) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{38}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RunTerminator) GetTerminatorId() string {
@@ -3189,7 +3322,7 @@ type TerminatorRegistered struct {
 
 func (x *TerminatorRegistered) Reset() {
 	*x = TerminatorRegistered{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[39]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3201,7 +3334,7 @@ func (x *TerminatorRegistered) String() string {
 func (*TerminatorRegistered) ProtoMessage() {}
 
 func (x *TerminatorRegistered) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[39]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3214,7 +3347,7 @@ func (x *TerminatorRegistered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminatorRegistered.ProtoReflect.Descriptor instead.
 func (*TerminatorRegistered) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{39}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *TerminatorRegistered) GetTerminatorId() string {
@@ -3233,7 +3366,7 @@ type TerminatorUnregistered struct {
 
 func (x *TerminatorUnregistered) Reset() {
 	*x = TerminatorUnregistered{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[40]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3245,7 +3378,7 @@ func (x *TerminatorUnregistered) String() string {
 func (*TerminatorUnregistered) ProtoMessage() {}
 
 func (x *TerminatorUnregistered) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[40]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3258,7 +3391,7 @@ func (x *TerminatorUnregistered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminatorUnregistered.ProtoReflect.Descriptor instead.
 func (*TerminatorUnregistered) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{40}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *TerminatorUnregistered) GetTerminatorId() string {
@@ -3282,7 +3415,7 @@ type ChannelError struct {
 
 func (x *ChannelError) Reset() {
 	*x = ChannelError{}
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[41]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3294,7 +3427,7 @@ func (x *ChannelError) String() string {
 func (*ChannelError) ProtoMessage() {}
 
 func (x *ChannelError) ProtoReflect() protoreflect.Message {
-	mi := &file_interrupt_v1_interrupt_proto_msgTypes[41]
+	mi := &file_interrupt_v1_interrupt_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3307,7 +3440,7 @@ func (x *ChannelError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelError.ProtoReflect.Descriptor instead.
 func (*ChannelError) Descriptor() ([]byte, []int) {
-	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{41}
+	return file_interrupt_v1_interrupt_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ChannelError) GetCode() int32 {
@@ -3393,18 +3526,19 @@ const file_interrupt_v1_interrupt_proto_rawDesc = "" +
 	"\x13GetExecutionRequest\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\"M\n" +
 	"\x14GetExecutionResponse\x125\n" +
-	"\texecution\x18\x01 \x01(\v2\x17.interrupt.v1.ExecutionR\texecution\"[\n" +
+	"\texecution\x18\x01 \x01(\v2\x17.interrupt.v1.ExecutionR\texecution\"\x80\x01\n" +
 	"\x15ListExecutionsRequest\x12\x1d\n" +
 	"\n" +
 	"context_id\x18\x01 \x01(\tR\tcontextId\x12#\n" +
-	"\rinclude_ended\x18\x02 \x01(\bR\fincludeEnded\"Q\n" +
+	"\rinclude_ended\x18\x02 \x01(\bR\fincludeEnded\x12#\n" +
+	"\rinclude_tools\x18\x03 \x01(\bR\fincludeTools\"Q\n" +
 	"\x16ListExecutionsResponse\x127\n" +
 	"\n" +
 	"executions\x18\x01 \x03(\v2\x17.interrupt.v1.ExecutionR\n" +
 	"executions\"N\n" +
 	"\x15WatchExecutionRequest\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x12\n" +
-	"\x04hold\x18\x02 \x01(\bR\x04hold\"\x9e\a\n" +
+	"\x04hold\x18\x02 \x01(\bR\x04hold\"\xd0\a\n" +
 	"\tExecution\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x1c\n" +
 	"\tcancelled\x18\x02 \x01(\bR\tcancelled\x125\n" +
@@ -3429,10 +3563,23 @@ const file_interrupt_v1_interrupt_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x12 \x01(\tR\tsessionId\x12\x17\n" +
 	"\atask_id\x18\x13 \x01(\tR\x06taskId\x12?\n" +
-	"\rremote_parent\x18\x14 \x01(\v2\x1a.interrupt.v1.RemoteParentR\fremoteParent\x1a9\n" +
+	"\rremote_parent\x18\x14 \x01(\v2\x1a.interrupt.v1.RemoteParentR\fremoteParent\x120\n" +
+	"\x05tools\x18\x15 \x03(\v2\x1a.interrupt.v1.AttachedToolR\x05tools\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc5\x06\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe6\x02\n" +
+	"\fAttachedTool\x12\x17\n" +
+	"\atool_id\x18\x01 \x01(\tR\x06toolId\x12\x1b\n" +
+	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12 \n" +
+	"\ftool_call_id\x18\x03 \x01(\tR\n" +
+	"toolCallId\x12;\n" +
+	"\bbehavior\x18\x04 \x01(\x0e2\x1f.interrupt.v1.InterruptBehaviorR\bbehavior\x12\x10\n" +
+	"\x03pid\x18\x05 \x01(\x05R\x03pid\x12;\n" +
+	"\vattached_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"attachedAt\x12\x18\n" +
+	"\aunwound\x18\a \x01(\bR\aunwound\x123\n" +
+	"\aoutcome\x18\b \x01(\x0e2\x19.interrupt.v1.ToolOutcomeR\aoutcome\x12#\n" +
+	"\rgrace_overrun\x18\t \x01(\bR\fgraceOverrun\"\xc5\x06\n" +
 	"\x0eExecutionEvent\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12;\n" +
 	"\voccurred_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
@@ -3611,7 +3758,7 @@ func file_interrupt_v1_interrupt_proto_rawDescGZIP() []byte {
 }
 
 var file_interrupt_v1_interrupt_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_interrupt_v1_interrupt_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_interrupt_v1_interrupt_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_interrupt_v1_interrupt_proto_goTypes = []any{
 	(InterruptBehavior)(0),         // 0: interrupt.v1.InterruptBehavior
 	(InterruptReason)(0),           // 1: interrupt.v1.InterruptReason
@@ -3632,126 +3779,131 @@ var file_interrupt_v1_interrupt_proto_goTypes = []any{
 	(*ListExecutionsResponse)(nil), // 16: interrupt.v1.ListExecutionsResponse
 	(*WatchExecutionRequest)(nil),  // 17: interrupt.v1.WatchExecutionRequest
 	(*Execution)(nil),              // 18: interrupt.v1.Execution
-	(*ExecutionEvent)(nil),         // 19: interrupt.v1.ExecutionEvent
-	(*ExecutionTripped)(nil),       // 20: interrupt.v1.ExecutionTripped
-	(*ToolAttached)(nil),           // 21: interrupt.v1.ToolAttached
-	(*ToolUnwound)(nil),            // 22: interrupt.v1.ToolUnwound
-	(*ToolDetached)(nil),           // 23: interrupt.v1.ToolDetached
-	(*GraceOverrun)(nil),           // 24: interrupt.v1.GraceOverrun
-	(*ProcessGroupSignalled)(nil),  // 25: interrupt.v1.ProcessGroupSignalled
-	(*ProcessGroupGone)(nil),       // 26: interrupt.v1.ProcessGroupGone
-	(*TerminatorFailed)(nil),       // 27: interrupt.v1.TerminatorFailed
-	(*ExecutionEnded)(nil),         // 28: interrupt.v1.ExecutionEnded
-	(*ToolMessage)(nil),            // 29: interrupt.v1.ToolMessage
-	(*Hello)(nil),                  // 30: interrupt.v1.Hello
-	(*RegisterTerminator)(nil),     // 31: interrupt.v1.RegisterTerminator
-	(*CallbackTerminator)(nil),     // 32: interrupt.v1.CallbackTerminator
-	(*ProcessGroupTerminator)(nil), // 33: interrupt.v1.ProcessGroupTerminator
-	(*UnregisterTerminator)(nil),   // 34: interrupt.v1.UnregisterTerminator
-	(*Unwound)(nil),                // 35: interrupt.v1.Unwound
-	(*TerminatorResult)(nil),       // 36: interrupt.v1.TerminatorResult
-	(*SidecarMessage)(nil),         // 37: interrupt.v1.SidecarMessage
-	(*Attached)(nil),               // 38: interrupt.v1.Attached
-	(*Doorbell)(nil),               // 39: interrupt.v1.Doorbell
-	(*Cancel)(nil),                 // 40: interrupt.v1.Cancel
-	(*RunTerminator)(nil),          // 41: interrupt.v1.RunTerminator
-	(*TerminatorRegistered)(nil),   // 42: interrupt.v1.TerminatorRegistered
-	(*TerminatorUnregistered)(nil), // 43: interrupt.v1.TerminatorUnregistered
-	(*ChannelError)(nil),           // 44: interrupt.v1.ChannelError
-	nil,                            // 45: interrupt.v1.BeginExecutionRequest.LabelsEntry
-	nil,                            // 46: interrupt.v1.Execution.LabelsEntry
-	(*durationpb.Duration)(nil),    // 47: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 48: google.protobuf.Timestamp
+	(*AttachedTool)(nil),           // 19: interrupt.v1.AttachedTool
+	(*ExecutionEvent)(nil),         // 20: interrupt.v1.ExecutionEvent
+	(*ExecutionTripped)(nil),       // 21: interrupt.v1.ExecutionTripped
+	(*ToolAttached)(nil),           // 22: interrupt.v1.ToolAttached
+	(*ToolUnwound)(nil),            // 23: interrupt.v1.ToolUnwound
+	(*ToolDetached)(nil),           // 24: interrupt.v1.ToolDetached
+	(*GraceOverrun)(nil),           // 25: interrupt.v1.GraceOverrun
+	(*ProcessGroupSignalled)(nil),  // 26: interrupt.v1.ProcessGroupSignalled
+	(*ProcessGroupGone)(nil),       // 27: interrupt.v1.ProcessGroupGone
+	(*TerminatorFailed)(nil),       // 28: interrupt.v1.TerminatorFailed
+	(*ExecutionEnded)(nil),         // 29: interrupt.v1.ExecutionEnded
+	(*ToolMessage)(nil),            // 30: interrupt.v1.ToolMessage
+	(*Hello)(nil),                  // 31: interrupt.v1.Hello
+	(*RegisterTerminator)(nil),     // 32: interrupt.v1.RegisterTerminator
+	(*CallbackTerminator)(nil),     // 33: interrupt.v1.CallbackTerminator
+	(*ProcessGroupTerminator)(nil), // 34: interrupt.v1.ProcessGroupTerminator
+	(*UnregisterTerminator)(nil),   // 35: interrupt.v1.UnregisterTerminator
+	(*Unwound)(nil),                // 36: interrupt.v1.Unwound
+	(*TerminatorResult)(nil),       // 37: interrupt.v1.TerminatorResult
+	(*SidecarMessage)(nil),         // 38: interrupt.v1.SidecarMessage
+	(*Attached)(nil),               // 39: interrupt.v1.Attached
+	(*Doorbell)(nil),               // 40: interrupt.v1.Doorbell
+	(*Cancel)(nil),                 // 41: interrupt.v1.Cancel
+	(*RunTerminator)(nil),          // 42: interrupt.v1.RunTerminator
+	(*TerminatorRegistered)(nil),   // 43: interrupt.v1.TerminatorRegistered
+	(*TerminatorUnregistered)(nil), // 44: interrupt.v1.TerminatorUnregistered
+	(*ChannelError)(nil),           // 45: interrupt.v1.ChannelError
+	nil,                            // 46: interrupt.v1.BeginExecutionRequest.LabelsEntry
+	nil,                            // 47: interrupt.v1.Execution.LabelsEntry
+	(*durationpb.Duration)(nil),    // 48: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 49: google.protobuf.Timestamp
 }
 var file_interrupt_v1_interrupt_proto_depIdxs = []int32{
-	47, // 0: interrupt.v1.BeginExecutionRequest.grace:type_name -> google.protobuf.Duration
-	47, // 1: interrupt.v1.BeginExecutionRequest.budget:type_name -> google.protobuf.Duration
-	47, // 2: interrupt.v1.BeginExecutionRequest.lease_ttl:type_name -> google.protobuf.Duration
-	45, // 3: interrupt.v1.BeginExecutionRequest.labels:type_name -> interrupt.v1.BeginExecutionRequest.LabelsEntry
+	48, // 0: interrupt.v1.BeginExecutionRequest.grace:type_name -> google.protobuf.Duration
+	48, // 1: interrupt.v1.BeginExecutionRequest.budget:type_name -> google.protobuf.Duration
+	48, // 2: interrupt.v1.BeginExecutionRequest.lease_ttl:type_name -> google.protobuf.Duration
+	46, // 3: interrupt.v1.BeginExecutionRequest.labels:type_name -> interrupt.v1.BeginExecutionRequest.LabelsEntry
 	4,  // 4: interrupt.v1.BeginExecutionRequest.remote_parent:type_name -> interrupt.v1.RemoteParent
-	47, // 5: interrupt.v1.RemoteParent.unreachable_after:type_name -> google.protobuf.Duration
+	48, // 5: interrupt.v1.RemoteParent.unreachable_after:type_name -> google.protobuf.Duration
 	18, // 6: interrupt.v1.BeginExecutionResponse.execution:type_name -> interrupt.v1.Execution
 	1,  // 7: interrupt.v1.InterruptRequest.reason:type_name -> interrupt.v1.InterruptReason
 	1,  // 8: interrupt.v1.InterruptOutcome.reason:type_name -> interrupt.v1.InterruptReason
 	7,  // 9: interrupt.v1.InterruptResponse.outcomes:type_name -> interrupt.v1.InterruptOutcome
 	18, // 10: interrupt.v1.EndExecutionResponse.execution:type_name -> interrupt.v1.Execution
-	48, // 11: interrupt.v1.KeepAliveResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
+	49, // 11: interrupt.v1.KeepAliveResponse.lease_expires_at:type_name -> google.protobuf.Timestamp
 	18, // 12: interrupt.v1.GetExecutionResponse.execution:type_name -> interrupt.v1.Execution
 	18, // 13: interrupt.v1.ListExecutionsResponse.executions:type_name -> interrupt.v1.Execution
 	1,  // 14: interrupt.v1.Execution.reason:type_name -> interrupt.v1.InterruptReason
-	48, // 15: interrupt.v1.Execution.tripped_at:type_name -> google.protobuf.Timestamp
-	48, // 16: interrupt.v1.Execution.begun_at:type_name -> google.protobuf.Timestamp
-	48, // 17: interrupt.v1.Execution.ended_at:type_name -> google.protobuf.Timestamp
-	47, // 18: interrupt.v1.Execution.grace:type_name -> google.protobuf.Duration
-	47, // 19: interrupt.v1.Execution.budget:type_name -> google.protobuf.Duration
-	47, // 20: interrupt.v1.Execution.lease_ttl:type_name -> google.protobuf.Duration
-	46, // 21: interrupt.v1.Execution.labels:type_name -> interrupt.v1.Execution.LabelsEntry
+	49, // 15: interrupt.v1.Execution.tripped_at:type_name -> google.protobuf.Timestamp
+	49, // 16: interrupt.v1.Execution.begun_at:type_name -> google.protobuf.Timestamp
+	49, // 17: interrupt.v1.Execution.ended_at:type_name -> google.protobuf.Timestamp
+	48, // 18: interrupt.v1.Execution.grace:type_name -> google.protobuf.Duration
+	48, // 19: interrupt.v1.Execution.budget:type_name -> google.protobuf.Duration
+	48, // 20: interrupt.v1.Execution.lease_ttl:type_name -> google.protobuf.Duration
+	47, // 21: interrupt.v1.Execution.labels:type_name -> interrupt.v1.Execution.LabelsEntry
 	4,  // 22: interrupt.v1.Execution.remote_parent:type_name -> interrupt.v1.RemoteParent
-	48, // 23: interrupt.v1.ExecutionEvent.occurred_at:type_name -> google.protobuf.Timestamp
-	18, // 24: interrupt.v1.ExecutionEvent.snapshot:type_name -> interrupt.v1.Execution
-	20, // 25: interrupt.v1.ExecutionEvent.tripped:type_name -> interrupt.v1.ExecutionTripped
-	21, // 26: interrupt.v1.ExecutionEvent.tool_attached:type_name -> interrupt.v1.ToolAttached
-	22, // 27: interrupt.v1.ExecutionEvent.tool_unwound:type_name -> interrupt.v1.ToolUnwound
-	24, // 28: interrupt.v1.ExecutionEvent.grace_overrun:type_name -> interrupt.v1.GraceOverrun
-	25, // 29: interrupt.v1.ExecutionEvent.process_group_signalled:type_name -> interrupt.v1.ProcessGroupSignalled
-	26, // 30: interrupt.v1.ExecutionEvent.process_group_gone:type_name -> interrupt.v1.ProcessGroupGone
-	28, // 31: interrupt.v1.ExecutionEvent.ended:type_name -> interrupt.v1.ExecutionEnded
-	23, // 32: interrupt.v1.ExecutionEvent.tool_detached:type_name -> interrupt.v1.ToolDetached
-	27, // 33: interrupt.v1.ExecutionEvent.terminator_failed:type_name -> interrupt.v1.TerminatorFailed
-	1,  // 34: interrupt.v1.ExecutionTripped.reason:type_name -> interrupt.v1.InterruptReason
-	48, // 35: interrupt.v1.ExecutionTripped.tripped_at:type_name -> google.protobuf.Timestamp
-	48, // 36: interrupt.v1.ExecutionTripped.grace_deadline:type_name -> google.protobuf.Timestamp
-	0,  // 37: interrupt.v1.ToolAttached.behavior:type_name -> interrupt.v1.InterruptBehavior
-	2,  // 38: interrupt.v1.ToolUnwound.outcome:type_name -> interrupt.v1.ToolOutcome
-	47, // 39: interrupt.v1.ToolUnwound.latency:type_name -> google.protobuf.Duration
-	0,  // 40: interrupt.v1.ToolUnwound.behavior:type_name -> interrupt.v1.InterruptBehavior
-	0,  // 41: interrupt.v1.GraceOverrun.behavior:type_name -> interrupt.v1.InterruptBehavior
-	47, // 42: interrupt.v1.GraceOverrun.grace:type_name -> google.protobuf.Duration
-	47, // 43: interrupt.v1.ProcessGroupGone.latency:type_name -> google.protobuf.Duration
-	48, // 44: interrupt.v1.ExecutionEnded.ended_at:type_name -> google.protobuf.Timestamp
-	30, // 45: interrupt.v1.ToolMessage.hello:type_name -> interrupt.v1.Hello
-	31, // 46: interrupt.v1.ToolMessage.register_terminator:type_name -> interrupt.v1.RegisterTerminator
-	34, // 47: interrupt.v1.ToolMessage.unregister_terminator:type_name -> interrupt.v1.UnregisterTerminator
-	35, // 48: interrupt.v1.ToolMessage.unwound:type_name -> interrupt.v1.Unwound
-	36, // 49: interrupt.v1.ToolMessage.terminator_result:type_name -> interrupt.v1.TerminatorResult
-	0,  // 50: interrupt.v1.Hello.behavior:type_name -> interrupt.v1.InterruptBehavior
-	32, // 51: interrupt.v1.RegisterTerminator.callback:type_name -> interrupt.v1.CallbackTerminator
-	33, // 52: interrupt.v1.RegisterTerminator.process_group:type_name -> interrupt.v1.ProcessGroupTerminator
-	47, // 53: interrupt.v1.ProcessGroupTerminator.kill_after:type_name -> google.protobuf.Duration
-	2,  // 54: interrupt.v1.Unwound.outcome:type_name -> interrupt.v1.ToolOutcome
-	38, // 55: interrupt.v1.SidecarMessage.attached:type_name -> interrupt.v1.Attached
-	40, // 56: interrupt.v1.SidecarMessage.cancel:type_name -> interrupt.v1.Cancel
-	41, // 57: interrupt.v1.SidecarMessage.run_terminator:type_name -> interrupt.v1.RunTerminator
-	42, // 58: interrupt.v1.SidecarMessage.terminator_registered:type_name -> interrupt.v1.TerminatorRegistered
-	44, // 59: interrupt.v1.SidecarMessage.error:type_name -> interrupt.v1.ChannelError
-	43, // 60: interrupt.v1.SidecarMessage.terminator_unregistered:type_name -> interrupt.v1.TerminatorUnregistered
-	1,  // 61: interrupt.v1.Attached.reason:type_name -> interrupt.v1.InterruptReason
-	47, // 62: interrupt.v1.Attached.grace:type_name -> google.protobuf.Duration
-	39, // 63: interrupt.v1.Attached.doorbell:type_name -> interrupt.v1.Doorbell
-	1,  // 64: interrupt.v1.Cancel.reason:type_name -> interrupt.v1.InterruptReason
-	48, // 65: interrupt.v1.Cancel.tripped_at:type_name -> google.protobuf.Timestamp
-	48, // 66: interrupt.v1.Cancel.grace_deadline:type_name -> google.protobuf.Timestamp
-	3,  // 67: interrupt.v1.CoordinatorService.BeginExecution:input_type -> interrupt.v1.BeginExecutionRequest
-	6,  // 68: interrupt.v1.CoordinatorService.Interrupt:input_type -> interrupt.v1.InterruptRequest
-	9,  // 69: interrupt.v1.CoordinatorService.EndExecution:input_type -> interrupt.v1.EndExecutionRequest
-	11, // 70: interrupt.v1.CoordinatorService.KeepAlive:input_type -> interrupt.v1.KeepAliveRequest
-	13, // 71: interrupt.v1.CoordinatorService.GetExecution:input_type -> interrupt.v1.GetExecutionRequest
-	15, // 72: interrupt.v1.CoordinatorService.ListExecutions:input_type -> interrupt.v1.ListExecutionsRequest
-	17, // 73: interrupt.v1.CoordinatorService.WatchExecution:input_type -> interrupt.v1.WatchExecutionRequest
-	29, // 74: interrupt.v1.ToolChannelService.Attach:input_type -> interrupt.v1.ToolMessage
-	5,  // 75: interrupt.v1.CoordinatorService.BeginExecution:output_type -> interrupt.v1.BeginExecutionResponse
-	8,  // 76: interrupt.v1.CoordinatorService.Interrupt:output_type -> interrupt.v1.InterruptResponse
-	10, // 77: interrupt.v1.CoordinatorService.EndExecution:output_type -> interrupt.v1.EndExecutionResponse
-	12, // 78: interrupt.v1.CoordinatorService.KeepAlive:output_type -> interrupt.v1.KeepAliveResponse
-	14, // 79: interrupt.v1.CoordinatorService.GetExecution:output_type -> interrupt.v1.GetExecutionResponse
-	16, // 80: interrupt.v1.CoordinatorService.ListExecutions:output_type -> interrupt.v1.ListExecutionsResponse
-	19, // 81: interrupt.v1.CoordinatorService.WatchExecution:output_type -> interrupt.v1.ExecutionEvent
-	37, // 82: interrupt.v1.ToolChannelService.Attach:output_type -> interrupt.v1.SidecarMessage
-	75, // [75:83] is the sub-list for method output_type
-	67, // [67:75] is the sub-list for method input_type
-	67, // [67:67] is the sub-list for extension type_name
-	67, // [67:67] is the sub-list for extension extendee
-	0,  // [0:67] is the sub-list for field type_name
+	19, // 23: interrupt.v1.Execution.tools:type_name -> interrupt.v1.AttachedTool
+	0,  // 24: interrupt.v1.AttachedTool.behavior:type_name -> interrupt.v1.InterruptBehavior
+	49, // 25: interrupt.v1.AttachedTool.attached_at:type_name -> google.protobuf.Timestamp
+	2,  // 26: interrupt.v1.AttachedTool.outcome:type_name -> interrupt.v1.ToolOutcome
+	49, // 27: interrupt.v1.ExecutionEvent.occurred_at:type_name -> google.protobuf.Timestamp
+	18, // 28: interrupt.v1.ExecutionEvent.snapshot:type_name -> interrupt.v1.Execution
+	21, // 29: interrupt.v1.ExecutionEvent.tripped:type_name -> interrupt.v1.ExecutionTripped
+	22, // 30: interrupt.v1.ExecutionEvent.tool_attached:type_name -> interrupt.v1.ToolAttached
+	23, // 31: interrupt.v1.ExecutionEvent.tool_unwound:type_name -> interrupt.v1.ToolUnwound
+	25, // 32: interrupt.v1.ExecutionEvent.grace_overrun:type_name -> interrupt.v1.GraceOverrun
+	26, // 33: interrupt.v1.ExecutionEvent.process_group_signalled:type_name -> interrupt.v1.ProcessGroupSignalled
+	27, // 34: interrupt.v1.ExecutionEvent.process_group_gone:type_name -> interrupt.v1.ProcessGroupGone
+	29, // 35: interrupt.v1.ExecutionEvent.ended:type_name -> interrupt.v1.ExecutionEnded
+	24, // 36: interrupt.v1.ExecutionEvent.tool_detached:type_name -> interrupt.v1.ToolDetached
+	28, // 37: interrupt.v1.ExecutionEvent.terminator_failed:type_name -> interrupt.v1.TerminatorFailed
+	1,  // 38: interrupt.v1.ExecutionTripped.reason:type_name -> interrupt.v1.InterruptReason
+	49, // 39: interrupt.v1.ExecutionTripped.tripped_at:type_name -> google.protobuf.Timestamp
+	49, // 40: interrupt.v1.ExecutionTripped.grace_deadline:type_name -> google.protobuf.Timestamp
+	0,  // 41: interrupt.v1.ToolAttached.behavior:type_name -> interrupt.v1.InterruptBehavior
+	2,  // 42: interrupt.v1.ToolUnwound.outcome:type_name -> interrupt.v1.ToolOutcome
+	48, // 43: interrupt.v1.ToolUnwound.latency:type_name -> google.protobuf.Duration
+	0,  // 44: interrupt.v1.ToolUnwound.behavior:type_name -> interrupt.v1.InterruptBehavior
+	0,  // 45: interrupt.v1.GraceOverrun.behavior:type_name -> interrupt.v1.InterruptBehavior
+	48, // 46: interrupt.v1.GraceOverrun.grace:type_name -> google.protobuf.Duration
+	48, // 47: interrupt.v1.ProcessGroupGone.latency:type_name -> google.protobuf.Duration
+	49, // 48: interrupt.v1.ExecutionEnded.ended_at:type_name -> google.protobuf.Timestamp
+	31, // 49: interrupt.v1.ToolMessage.hello:type_name -> interrupt.v1.Hello
+	32, // 50: interrupt.v1.ToolMessage.register_terminator:type_name -> interrupt.v1.RegisterTerminator
+	35, // 51: interrupt.v1.ToolMessage.unregister_terminator:type_name -> interrupt.v1.UnregisterTerminator
+	36, // 52: interrupt.v1.ToolMessage.unwound:type_name -> interrupt.v1.Unwound
+	37, // 53: interrupt.v1.ToolMessage.terminator_result:type_name -> interrupt.v1.TerminatorResult
+	0,  // 54: interrupt.v1.Hello.behavior:type_name -> interrupt.v1.InterruptBehavior
+	33, // 55: interrupt.v1.RegisterTerminator.callback:type_name -> interrupt.v1.CallbackTerminator
+	34, // 56: interrupt.v1.RegisterTerminator.process_group:type_name -> interrupt.v1.ProcessGroupTerminator
+	48, // 57: interrupt.v1.ProcessGroupTerminator.kill_after:type_name -> google.protobuf.Duration
+	2,  // 58: interrupt.v1.Unwound.outcome:type_name -> interrupt.v1.ToolOutcome
+	39, // 59: interrupt.v1.SidecarMessage.attached:type_name -> interrupt.v1.Attached
+	41, // 60: interrupt.v1.SidecarMessage.cancel:type_name -> interrupt.v1.Cancel
+	42, // 61: interrupt.v1.SidecarMessage.run_terminator:type_name -> interrupt.v1.RunTerminator
+	43, // 62: interrupt.v1.SidecarMessage.terminator_registered:type_name -> interrupt.v1.TerminatorRegistered
+	45, // 63: interrupt.v1.SidecarMessage.error:type_name -> interrupt.v1.ChannelError
+	44, // 64: interrupt.v1.SidecarMessage.terminator_unregistered:type_name -> interrupt.v1.TerminatorUnregistered
+	1,  // 65: interrupt.v1.Attached.reason:type_name -> interrupt.v1.InterruptReason
+	48, // 66: interrupt.v1.Attached.grace:type_name -> google.protobuf.Duration
+	40, // 67: interrupt.v1.Attached.doorbell:type_name -> interrupt.v1.Doorbell
+	1,  // 68: interrupt.v1.Cancel.reason:type_name -> interrupt.v1.InterruptReason
+	49, // 69: interrupt.v1.Cancel.tripped_at:type_name -> google.protobuf.Timestamp
+	49, // 70: interrupt.v1.Cancel.grace_deadline:type_name -> google.protobuf.Timestamp
+	3,  // 71: interrupt.v1.CoordinatorService.BeginExecution:input_type -> interrupt.v1.BeginExecutionRequest
+	6,  // 72: interrupt.v1.CoordinatorService.Interrupt:input_type -> interrupt.v1.InterruptRequest
+	9,  // 73: interrupt.v1.CoordinatorService.EndExecution:input_type -> interrupt.v1.EndExecutionRequest
+	11, // 74: interrupt.v1.CoordinatorService.KeepAlive:input_type -> interrupt.v1.KeepAliveRequest
+	13, // 75: interrupt.v1.CoordinatorService.GetExecution:input_type -> interrupt.v1.GetExecutionRequest
+	15, // 76: interrupt.v1.CoordinatorService.ListExecutions:input_type -> interrupt.v1.ListExecutionsRequest
+	17, // 77: interrupt.v1.CoordinatorService.WatchExecution:input_type -> interrupt.v1.WatchExecutionRequest
+	30, // 78: interrupt.v1.ToolChannelService.Attach:input_type -> interrupt.v1.ToolMessage
+	5,  // 79: interrupt.v1.CoordinatorService.BeginExecution:output_type -> interrupt.v1.BeginExecutionResponse
+	8,  // 80: interrupt.v1.CoordinatorService.Interrupt:output_type -> interrupt.v1.InterruptResponse
+	10, // 81: interrupt.v1.CoordinatorService.EndExecution:output_type -> interrupt.v1.EndExecutionResponse
+	12, // 82: interrupt.v1.CoordinatorService.KeepAlive:output_type -> interrupt.v1.KeepAliveResponse
+	14, // 83: interrupt.v1.CoordinatorService.GetExecution:output_type -> interrupt.v1.GetExecutionResponse
+	16, // 84: interrupt.v1.CoordinatorService.ListExecutions:output_type -> interrupt.v1.ListExecutionsResponse
+	20, // 85: interrupt.v1.CoordinatorService.WatchExecution:output_type -> interrupt.v1.ExecutionEvent
+	38, // 86: interrupt.v1.ToolChannelService.Attach:output_type -> interrupt.v1.SidecarMessage
+	79, // [79:87] is the sub-list for method output_type
+	71, // [71:79] is the sub-list for method input_type
+	71, // [71:71] is the sub-list for extension type_name
+	71, // [71:71] is the sub-list for extension extendee
+	0,  // [0:71] is the sub-list for field type_name
 }
 
 func init() { file_interrupt_v1_interrupt_proto_init() }
@@ -3765,7 +3917,7 @@ func file_interrupt_v1_interrupt_proto_init() {
 		(*InterruptRequest_SessionId)(nil),
 		(*InterruptRequest_TaskId)(nil),
 	}
-	file_interrupt_v1_interrupt_proto_msgTypes[16].OneofWrappers = []any{
+	file_interrupt_v1_interrupt_proto_msgTypes[17].OneofWrappers = []any{
 		(*ExecutionEvent_Snapshot)(nil),
 		(*ExecutionEvent_Tripped)(nil),
 		(*ExecutionEvent_ToolAttached)(nil),
@@ -3777,18 +3929,18 @@ func file_interrupt_v1_interrupt_proto_init() {
 		(*ExecutionEvent_ToolDetached)(nil),
 		(*ExecutionEvent_TerminatorFailed)(nil),
 	}
-	file_interrupt_v1_interrupt_proto_msgTypes[26].OneofWrappers = []any{
+	file_interrupt_v1_interrupt_proto_msgTypes[27].OneofWrappers = []any{
 		(*ToolMessage_Hello)(nil),
 		(*ToolMessage_RegisterTerminator)(nil),
 		(*ToolMessage_UnregisterTerminator)(nil),
 		(*ToolMessage_Unwound)(nil),
 		(*ToolMessage_TerminatorResult)(nil),
 	}
-	file_interrupt_v1_interrupt_proto_msgTypes[28].OneofWrappers = []any{
+	file_interrupt_v1_interrupt_proto_msgTypes[29].OneofWrappers = []any{
 		(*RegisterTerminator_Callback)(nil),
 		(*RegisterTerminator_ProcessGroup)(nil),
 	}
-	file_interrupt_v1_interrupt_proto_msgTypes[34].OneofWrappers = []any{
+	file_interrupt_v1_interrupt_proto_msgTypes[35].OneofWrappers = []any{
 		(*SidecarMessage_Attached)(nil),
 		(*SidecarMessage_Cancel)(nil),
 		(*SidecarMessage_RunTerminator)(nil),
@@ -3802,7 +3954,7 @@ func file_interrupt_v1_interrupt_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_interrupt_v1_interrupt_proto_rawDesc), len(file_interrupt_v1_interrupt_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   44,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -377,6 +377,8 @@ export interface ListExecutionsRequest {
   contextId: string;
   /** Include recently ended executions the daemon still remembers. */
   includeEnded: boolean;
+  /** Fill each execution's tools (the tool streams attached now). */
+  includeTools: boolean;
 }
 
 export interface ListExecutionsResponse {
@@ -421,12 +423,41 @@ export interface Execution {
   sessionId: string;
   taskId: string;
   /** The parent in another daemon, without its credential. */
-  remoteParent: RemoteParent | undefined;
+  remoteParent:
+    | RemoteParent
+    | undefined;
+  /**
+   * The tool streams attached now (attached_tools of them), in attach order.
+   * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+   * ListExecutions with include_tools; empty in the other answers.
+   */
+  tools: AttachedTool[];
 }
 
 export interface Execution_LabelsEntry {
   key: string;
   value: string;
+}
+
+/**
+ * A tool stream attached to an execution: what its ToolAttached event said, and
+ * how far it has got since.
+ */
+export interface AttachedTool {
+  toolId: string;
+  toolName: string;
+  toolCallId: string;
+  behavior: InterruptBehavior;
+  pid: number;
+  attachedAt:
+    | Date
+    | undefined;
+  /** True once the tool reported Unwound (its stream closes soon after). */
+  unwound: boolean;
+  /** How its run ended, once unwound. */
+  outcome: ToolOutcome;
+  /** True when it overran the grace after the trip. */
+  graceOverrun: boolean;
 }
 
 /** One thing that happened to an execution, in the order it happened. */
@@ -2114,7 +2145,7 @@ export const GetExecutionResponse: MessageFns<GetExecutionResponse> = {
 };
 
 function createBaseListExecutionsRequest(): ListExecutionsRequest {
-  return { contextId: "", includeEnded: false };
+  return { contextId: "", includeEnded: false, includeTools: false };
 }
 
 export const ListExecutionsRequest: MessageFns<ListExecutionsRequest> = {
@@ -2124,6 +2155,9 @@ export const ListExecutionsRequest: MessageFns<ListExecutionsRequest> = {
     }
     if (message.includeEnded !== false) {
       writer.uint32(16).bool(message.includeEnded);
+    }
+    if (message.includeTools !== false) {
+      writer.uint32(24).bool(message.includeTools);
     }
     return writer;
   },
@@ -2157,6 +2191,14 @@ export const ListExecutionsRequest: MessageFns<ListExecutionsRequest> = {
             message.includeEnded = reader.bool();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.includeTools = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2181,6 +2223,11 @@ export const ListExecutionsRequest: MessageFns<ListExecutionsRequest> = {
         : isSet(object.include_ended)
         ? globalThis.Boolean(object.include_ended)
         : false,
+      includeTools: isSet(object.includeTools)
+        ? globalThis.Boolean(object.includeTools)
+        : isSet(object.include_tools)
+        ? globalThis.Boolean(object.include_tools)
+        : false,
     };
   },
 
@@ -2192,6 +2239,9 @@ export const ListExecutionsRequest: MessageFns<ListExecutionsRequest> = {
     if (message.includeEnded !== false) {
       obj.includeEnded = message.includeEnded;
     }
+    if (message.includeTools !== false) {
+      obj.includeTools = message.includeTools;
+    }
     return obj;
   },
 
@@ -2202,6 +2252,7 @@ export const ListExecutionsRequest: MessageFns<ListExecutionsRequest> = {
     const message = createBaseListExecutionsRequest();
     message.contextId = object.contextId ?? "";
     message.includeEnded = object.includeEnded ?? false;
+    message.includeTools = object.includeTools ?? false;
     return message;
   },
 };
@@ -2388,6 +2439,7 @@ function createBaseExecution(): Execution {
     sessionId: "",
     taskId: "",
     remoteParent: undefined,
+    tools: [],
   };
 }
 
@@ -2452,6 +2504,9 @@ export const Execution: MessageFns<Execution> = {
     }
     if (message.remoteParent !== undefined) {
       RemoteParent.encode(message.remoteParent, writer.uint32(162).fork()).join();
+    }
+    for (const v of message.tools) {
+      AttachedTool.encode(v!, writer.uint32(170).fork()).join();
     }
     return writer;
   },
@@ -2632,6 +2687,14 @@ export const Execution: MessageFns<Execution> = {
             message.remoteParent = RemoteParent.decode(reader, reader.uint32());
             continue;
           }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.tools.push(AttachedTool.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2727,6 +2790,9 @@ export const Execution: MessageFns<Execution> = {
         : isSet(object.remote_parent)
         ? RemoteParent.fromJSON(object.remote_parent)
         : undefined,
+      tools: globalThis.Array.isArray(object?.tools)
+        ? object.tools.map((e: any) => AttachedTool.fromJSON(e))
+        : [],
     };
   },
 
@@ -2798,6 +2864,9 @@ export const Execution: MessageFns<Execution> = {
     if (message.remoteParent !== undefined) {
       obj.remoteParent = RemoteParent.toJSON(message.remoteParent);
     }
+    if (message.tools?.length) {
+      obj.tools = message.tools.map((e) => AttachedTool.toJSON(e));
+    }
     return obj;
   },
 
@@ -2842,6 +2911,7 @@ export const Execution: MessageFns<Execution> = {
     message.remoteParent = (object.remoteParent !== undefined && object.remoteParent !== null)
       ? RemoteParent.fromPartial(object.remoteParent)
       : undefined;
+    message.tools = object.tools?.map((e) => AttachedTool.fromPartial(e)) || [];
     return message;
   },
 };
@@ -2927,6 +2997,233 @@ export const Execution_LabelsEntry: MessageFns<Execution_LabelsEntry> = {
     const message = createBaseExecution_LabelsEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseAttachedTool(): AttachedTool {
+  return {
+    toolId: "",
+    toolName: "",
+    toolCallId: "",
+    behavior: 0,
+    pid: 0,
+    attachedAt: undefined,
+    unwound: false,
+    outcome: 0,
+    graceOverrun: false,
+  };
+}
+
+export const AttachedTool: MessageFns<AttachedTool> = {
+  encode(message: AttachedTool, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.toolId !== "") {
+      writer.uint32(10).string(message.toolId);
+    }
+    if (message.toolName !== "") {
+      writer.uint32(18).string(message.toolName);
+    }
+    if (message.toolCallId !== "") {
+      writer.uint32(26).string(message.toolCallId);
+    }
+    if (message.behavior !== 0) {
+      writer.uint32(32).int32(message.behavior);
+    }
+    if (message.pid !== 0) {
+      writer.uint32(40).int32(message.pid);
+    }
+    if (message.attachedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.attachedAt), writer.uint32(50).fork()).join();
+    }
+    if (message.unwound !== false) {
+      writer.uint32(56).bool(message.unwound);
+    }
+    if (message.outcome !== 0) {
+      writer.uint32(64).int32(message.outcome);
+    }
+    if (message.graceOverrun !== false) {
+      writer.uint32(72).bool(message.graceOverrun);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AttachedTool {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAttachedTool();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.toolId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.toolName = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.toolCallId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.behavior = reader.int32() as any;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.pid = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.attachedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.unwound = reader.bool();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.outcome = reader.int32() as any;
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.graceOverrun = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AttachedTool {
+    return {
+      toolId: isSet(object.toolId)
+        ? globalThis.String(object.toolId)
+        : isSet(object.tool_id)
+        ? globalThis.String(object.tool_id)
+        : "",
+      toolName: isSet(object.toolName)
+        ? globalThis.String(object.toolName)
+        : isSet(object.tool_name)
+        ? globalThis.String(object.tool_name)
+        : "",
+      toolCallId: isSet(object.toolCallId)
+        ? globalThis.String(object.toolCallId)
+        : isSet(object.tool_call_id)
+        ? globalThis.String(object.tool_call_id)
+        : "",
+      behavior: isSet(object.behavior) ? interruptBehaviorFromJSON(object.behavior) : 0,
+      pid: isSet(object.pid) ? globalThis.Number(object.pid) : 0,
+      attachedAt: isSet(object.attachedAt)
+        ? fromJsonTimestamp(object.attachedAt)
+        : isSet(object.attached_at)
+        ? fromJsonTimestamp(object.attached_at)
+        : undefined,
+      unwound: isSet(object.unwound) ? globalThis.Boolean(object.unwound) : false,
+      outcome: isSet(object.outcome) ? toolOutcomeFromJSON(object.outcome) : 0,
+      graceOverrun: isSet(object.graceOverrun)
+        ? globalThis.Boolean(object.graceOverrun)
+        : isSet(object.grace_overrun)
+        ? globalThis.Boolean(object.grace_overrun)
+        : false,
+    };
+  },
+
+  toJSON(message: AttachedTool): unknown {
+    const obj: any = {};
+    if (message.toolId !== "") {
+      obj.toolId = message.toolId;
+    }
+    if (message.toolName !== "") {
+      obj.toolName = message.toolName;
+    }
+    if (message.toolCallId !== "") {
+      obj.toolCallId = message.toolCallId;
+    }
+    if (message.behavior !== 0) {
+      obj.behavior = interruptBehaviorToJSON(message.behavior);
+    }
+    if (message.pid !== 0) {
+      obj.pid = Math.round(message.pid);
+    }
+    if (message.attachedAt !== undefined) {
+      obj.attachedAt = message.attachedAt.toISOString();
+    }
+    if (message.unwound !== false) {
+      obj.unwound = message.unwound;
+    }
+    if (message.outcome !== 0) {
+      obj.outcome = toolOutcomeToJSON(message.outcome);
+    }
+    if (message.graceOverrun !== false) {
+      obj.graceOverrun = message.graceOverrun;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AttachedTool>, I>>(base?: I): AttachedTool {
+    return AttachedTool.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AttachedTool>, I>>(object: I): AttachedTool {
+    const message = createBaseAttachedTool();
+    message.toolId = object.toolId ?? "";
+    message.toolName = object.toolName ?? "";
+    message.toolCallId = object.toolCallId ?? "";
+    message.behavior = object.behavior ?? 0;
+    message.pid = object.pid ?? 0;
+    message.attachedAt = object.attachedAt ?? undefined;
+    message.unwound = object.unwound ?? false;
+    message.outcome = object.outcome ?? 0;
+    message.graceOverrun = object.graceOverrun ?? false;
     return message;
   },
 };

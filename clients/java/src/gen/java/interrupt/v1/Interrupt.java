@@ -12195,6 +12195,16 @@ java.lang.String defaultValue) {
      * @return The includeEnded.
      */
     boolean getIncludeEnded();
+
+    /**
+     * <pre>
+     * Fill each execution's tools (the tool streams attached now).
+     * </pre>
+     *
+     * <code>bool include_tools = 3;</code>
+     * @return The includeTools.
+     */
+    boolean getIncludeTools();
   }
   /**
    * Protobuf type {@code interrupt.v1.ListExecutionsRequest}
@@ -12301,6 +12311,21 @@ java.lang.String defaultValue) {
       return includeEnded_;
     }
 
+    public static final int INCLUDE_TOOLS_FIELD_NUMBER = 3;
+    private boolean includeTools_ = false;
+    /**
+     * <pre>
+     * Fill each execution's tools (the tool streams attached now).
+     * </pre>
+     *
+     * <code>bool include_tools = 3;</code>
+     * @return The includeTools.
+     */
+    @java.lang.Override
+    public boolean getIncludeTools() {
+      return includeTools_;
+    }
+
     private byte memoizedIsInitialized = -1;
     @java.lang.Override
     public final boolean isInitialized() {
@@ -12321,6 +12346,9 @@ java.lang.String defaultValue) {
       if (includeEnded_ != false) {
         output.writeBool(2, includeEnded_);
       }
+      if (includeTools_ != false) {
+        output.writeBool(3, includeTools_);
+      }
       getUnknownFields().writeTo(output);
     }
     private int computeSerializedSize_0() {
@@ -12331,6 +12359,10 @@ java.lang.String defaultValue) {
       if (includeEnded_ != false) {
         size += com.google.protobuf.CodedOutputStream
           .computeBoolSize(2, includeEnded_);
+      }
+      if (includeTools_ != false) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeBoolSize(3, includeTools_);
       }
       return size;
     }
@@ -12360,6 +12392,8 @@ java.lang.String defaultValue) {
           .equals(other.getContextId())) return false;
       if (getIncludeEnded()
           != other.getIncludeEnded()) return false;
+      if (getIncludeTools()
+          != other.getIncludeTools()) return false;
       if (!getUnknownFields().equals(other.getUnknownFields())) return false;
       return true;
     }
@@ -12376,6 +12410,9 @@ java.lang.String defaultValue) {
       hash = (37 * hash) + INCLUDE_ENDED_FIELD_NUMBER;
       hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
           getIncludeEnded());
+      hash = (37 * hash) + INCLUDE_TOOLS_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+          getIncludeTools());
       hash = (29 * hash) + getUnknownFields().hashCode();
       memoizedHashCode = hash;
       return hash;
@@ -12509,6 +12546,7 @@ java.lang.String defaultValue) {
         bitField0_ = 0;
         contextId_ = "";
         includeEnded_ = false;
+        includeTools_ = false;
         return this;
       }
 
@@ -12548,6 +12586,9 @@ java.lang.String defaultValue) {
         if (((from_bitField0_ & 0x00000002) != 0)) {
           result.includeEnded_ = includeEnded_;
         }
+        if (((from_bitField0_ & 0x00000004) != 0)) {
+          result.includeTools_ = includeTools_;
+        }
       }
 
       @java.lang.Override
@@ -12569,6 +12610,9 @@ java.lang.String defaultValue) {
         }
         if (other.getIncludeEnded() != false) {
           setIncludeEnded(other.getIncludeEnded());
+        }
+        if (other.getIncludeTools() != false) {
+          setIncludeTools(other.getIncludeTools());
         }
         this.mergeUnknownFields(other.getUnknownFields());
         onChanged();
@@ -12606,6 +12650,11 @@ java.lang.String defaultValue) {
                 bitField0_ |= 0x00000002;
                 break;
               } // case 16
+              case 24: {
+                includeTools_ = input.readBool();
+                bitField0_ |= 0x00000004;
+                break;
+              } // case 24
               default: {
                 if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                   done = true; // was an endgroup tag
@@ -12755,6 +12804,50 @@ java.lang.String defaultValue) {
       public Builder clearIncludeEnded() {
         bitField0_ = (bitField0_ & ~0x00000002);
         includeEnded_ = false;
+        onChanged();
+        return this;
+      }
+
+      private boolean includeTools_ ;
+      /**
+       * <pre>
+       * Fill each execution's tools (the tool streams attached now).
+       * </pre>
+       *
+       * <code>bool include_tools = 3;</code>
+       * @return The includeTools.
+       */
+      @java.lang.Override
+      public boolean getIncludeTools() {
+        return includeTools_;
+      }
+      /**
+       * <pre>
+       * Fill each execution's tools (the tool streams attached now).
+       * </pre>
+       *
+       * <code>bool include_tools = 3;</code>
+       * @param value The includeTools to set.
+       * @return This builder for chaining.
+       */
+      public Builder setIncludeTools(boolean value) {
+
+        includeTools_ = value;
+        bitField0_ |= 0x00000004;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Fill each execution's tools (the tool streams attached now).
+       * </pre>
+       *
+       * <code>bool include_tools = 3;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearIncludeTools() {
+        bitField0_ = (bitField0_ & ~0x00000004);
+        includeTools_ = false;
         onChanged();
         return this;
       }
@@ -14483,6 +14576,60 @@ java.lang.String defaultValue);
      * <code>.interrupt.v1.RemoteParent remote_parent = 20;</code>
      */
     interrupt.v1.Interrupt.RemoteParentOrBuilder getRemoteParentOrBuilder();
+
+    /**
+     * <pre>
+     * The tool streams attached now (attached_tools of them), in attach order.
+     * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+     * ListExecutions with include_tools; empty in the other answers.
+     * </pre>
+     *
+     * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+     */
+    java.util.List<interrupt.v1.Interrupt.AttachedTool> 
+        getToolsList();
+    /**
+     * <pre>
+     * The tool streams attached now (attached_tools of them), in attach order.
+     * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+     * ListExecutions with include_tools; empty in the other answers.
+     * </pre>
+     *
+     * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+     */
+    interrupt.v1.Interrupt.AttachedTool getTools(int index);
+    /**
+     * <pre>
+     * The tool streams attached now (attached_tools of them), in attach order.
+     * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+     * ListExecutions with include_tools; empty in the other answers.
+     * </pre>
+     *
+     * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+     */
+    int getToolsCount();
+    /**
+     * <pre>
+     * The tool streams attached now (attached_tools of them), in attach order.
+     * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+     * ListExecutions with include_tools; empty in the other answers.
+     * </pre>
+     *
+     * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+     */
+    java.util.List<? extends interrupt.v1.Interrupt.AttachedToolOrBuilder> 
+        getToolsOrBuilderList();
+    /**
+     * <pre>
+     * The tool streams attached now (attached_tools of them), in attach order.
+     * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+     * ListExecutions with include_tools; empty in the other answers.
+     * </pre>
+     *
+     * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+     */
+    interrupt.v1.Interrupt.AttachedToolOrBuilder getToolsOrBuilder(
+        int index);
   }
   /**
    * <pre>
@@ -14517,6 +14664,7 @@ java.lang.String defaultValue);
       detail_ = "";
       sessionId_ = "";
       taskId_ = "";
+      tools_ = java.util.Collections.emptyList();
     }
 
     public static final com.google.protobuf.Descriptors.Descriptor
@@ -15150,6 +15298,77 @@ java.lang.String defaultValue) {
       return remoteParent_ == null ? interrupt.v1.Interrupt.RemoteParent.getDefaultInstance() : remoteParent_;
     }
 
+    public static final int TOOLS_FIELD_NUMBER = 21;
+    @SuppressWarnings("serial")
+    private java.util.List<interrupt.v1.Interrupt.AttachedTool> tools_;
+    /**
+     * <pre>
+     * The tool streams attached now (attached_tools of them), in attach order.
+     * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+     * ListExecutions with include_tools; empty in the other answers.
+     * </pre>
+     *
+     * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+     */
+    @java.lang.Override
+    public java.util.List<interrupt.v1.Interrupt.AttachedTool> getToolsList() {
+      return tools_;
+    }
+    /**
+     * <pre>
+     * The tool streams attached now (attached_tools of them), in attach order.
+     * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+     * ListExecutions with include_tools; empty in the other answers.
+     * </pre>
+     *
+     * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+     */
+    @java.lang.Override
+    public java.util.List<? extends interrupt.v1.Interrupt.AttachedToolOrBuilder> 
+        getToolsOrBuilderList() {
+      return tools_;
+    }
+    /**
+     * <pre>
+     * The tool streams attached now (attached_tools of them), in attach order.
+     * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+     * ListExecutions with include_tools; empty in the other answers.
+     * </pre>
+     *
+     * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+     */
+    @java.lang.Override
+    public int getToolsCount() {
+      return tools_.size();
+    }
+    /**
+     * <pre>
+     * The tool streams attached now (attached_tools of them), in attach order.
+     * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+     * ListExecutions with include_tools; empty in the other answers.
+     * </pre>
+     *
+     * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+     */
+    @java.lang.Override
+    public interrupt.v1.Interrupt.AttachedTool getTools(int index) {
+      return tools_.get(index);
+    }
+    /**
+     * <pre>
+     * The tool streams attached now (attached_tools of them), in attach order.
+     * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+     * ListExecutions with include_tools; empty in the other answers.
+     * </pre>
+     *
+     * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+     */
+    @java.lang.Override
+    public interrupt.v1.Interrupt.AttachedToolOrBuilder getToolsOrBuilder(
+        int index) {
+      return tools_.get(index);
+    }
+
     private byte memoizedIsInitialized = -1;
     @java.lang.Override
     public final boolean isInitialized() {
@@ -15226,6 +15445,9 @@ java.lang.String defaultValue) {
       }
       if (((bitField0_ & 0x00000040) != 0)) {
         output.writeMessage(20, getRemoteParent());
+      }
+      for (int i = 0; i < tools_.size(); i++) {
+        output.writeMessage(21, tools_.get(i));
       }
       getUnknownFields().writeTo(output);
     }
@@ -15311,6 +15533,15 @@ java.lang.String defaultValue) {
         size += com.google.protobuf.CodedOutputStream
           .computeMessageSize(20, getRemoteParent());
       }
+
+          {
+            final int count = tools_.size();
+            for (int i = 0; i < count; i++) {
+              size += com.google.protobuf.CodedOutputStream
+                .computeMessageSizeNoTag(tools_.get(i));
+            }
+            size += 2 * count;
+          }
       return size;
     }
     @java.lang.Override
@@ -15395,6 +15626,8 @@ java.lang.String defaultValue) {
         if (!getRemoteParent()
             .equals(other.getRemoteParent())) return false;
       }
+      if (!getToolsList()
+          .equals(other.getToolsList())) return false;
       if (!getUnknownFields().equals(other.getUnknownFields())) return false;
       return true;
     }
@@ -15463,6 +15696,10 @@ java.lang.String defaultValue) {
       if (hasRemoteParent()) {
         hash = (37 * hash) + REMOTE_PARENT_FIELD_NUMBER;
         hash = (53 * hash) + getRemoteParent().hashCode();
+      }
+      if (getToolsCount() > 0) {
+        hash = (37 * hash) + TOOLS_FIELD_NUMBER;
+        hash = (53 * hash) + getToolsList().hashCode();
       }
       hash = (29 * hash) + getUnknownFields().hashCode();
       memoizedHashCode = hash;
@@ -15627,6 +15864,7 @@ java.lang.String defaultValue) {
           internalGetBudgetFieldBuilder();
           internalGetLeaseTtlFieldBuilder();
           internalGetRemoteParentFieldBuilder();
+          internalGetToolsFieldBuilder();
         }
       }
       @java.lang.Override
@@ -15681,6 +15919,13 @@ java.lang.String defaultValue) {
           remoteParentBuilder_.dispose();
           remoteParentBuilder_ = null;
         }
+        if (toolsBuilder_ == null) {
+          tools_ = java.util.Collections.emptyList();
+        } else {
+          tools_ = null;
+          toolsBuilder_.clear();
+        }
+        bitField0_ = (bitField0_ & ~0x00100000);
         return this;
       }
 
@@ -15707,9 +15952,22 @@ java.lang.String defaultValue) {
       @java.lang.Override
       public interrupt.v1.Interrupt.Execution buildPartial() {
         interrupt.v1.Interrupt.Execution result = new interrupt.v1.Interrupt.Execution(this);
+        buildPartialRepeatedFields(result);
         if (bitField0_ != 0) { buildPartial0(result); }
         onBuilt();
         return result;
+      }
+
+      private void buildPartialRepeatedFields(interrupt.v1.Interrupt.Execution result) {
+        if (toolsBuilder_ == null) {
+          if (((bitField0_ & 0x00100000) != 0)) {
+            tools_ = java.util.Collections.unmodifiableList(tools_);
+            bitField0_ = (bitField0_ & ~0x00100000);
+          }
+          result.tools_ = tools_;
+        } else {
+          result.tools_ = toolsBuilder_.build();
+        }
       }
 
       private void buildPartial0(interrupt.v1.Interrupt.Execution result) {
@@ -15884,6 +16142,32 @@ java.lang.String defaultValue) {
         if (other.hasRemoteParent()) {
           mergeRemoteParent(other.getRemoteParent());
         }
+        if (toolsBuilder_ == null) {
+          if (!other.tools_.isEmpty()) {
+            if (tools_.isEmpty()) {
+              tools_ = other.tools_;
+              bitField0_ = (bitField0_ & ~0x00100000);
+            } else {
+              ensureToolsIsMutable();
+              tools_.addAll(other.tools_);
+            }
+            onChanged();
+          }
+        } else {
+          if (!other.tools_.isEmpty()) {
+            if (toolsBuilder_.isEmpty()) {
+              toolsBuilder_.dispose();
+              toolsBuilder_ = null;
+              tools_ = other.tools_;
+              bitField0_ = (bitField0_ & ~0x00100000);
+              toolsBuilder_ = 
+                com.google.protobuf.GeneratedMessage.alwaysUseFieldBuilders ?
+                   internalGetToolsFieldBuilder() : null;
+            } else {
+              toolsBuilder_.addAllMessages(other.tools_);
+            }
+          }
+        }
         this.mergeUnknownFields(other.getUnknownFields());
         onChanged();
         return this;
@@ -16028,6 +16312,19 @@ java.lang.String defaultValue) {
                 bitField0_ |= 0x00080000;
                 break;
               } // case 162
+              case 170: {
+                interrupt.v1.Interrupt.AttachedTool m =
+                    input.readMessage(
+                        interrupt.v1.Interrupt.AttachedTool.parser(),
+                        extensionRegistry);
+                if (toolsBuilder_ == null) {
+                  ensureToolsIsMutable();
+                  tools_.add(m);
+                } else {
+                  toolsBuilder_.addMessage(m);
+                }
+                break;
+              } // case 170
               default: {
                 if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                   done = true; // was an endgroup tag
@@ -17755,6 +18052,354 @@ java.lang.String defaultValue) {
         return remoteParentBuilder_;
       }
 
+      private java.util.List<interrupt.v1.Interrupt.AttachedTool> tools_ =
+        java.util.Collections.emptyList();
+      private void ensureToolsIsMutable() {
+        if (!((bitField0_ & 0x00100000) != 0)) {
+          tools_ = new java.util.ArrayList<interrupt.v1.Interrupt.AttachedTool>(tools_);
+          bitField0_ |= 0x00100000;
+         }
+      }
+
+      private com.google.protobuf.RepeatedFieldBuilder<
+          interrupt.v1.Interrupt.AttachedTool, interrupt.v1.Interrupt.AttachedTool.Builder, interrupt.v1.Interrupt.AttachedToolOrBuilder> toolsBuilder_;
+
+      /**
+       * <pre>
+       * The tool streams attached now (attached_tools of them), in attach order.
+       * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+       * ListExecutions with include_tools; empty in the other answers.
+       * </pre>
+       *
+       * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+       */
+      public java.util.List<interrupt.v1.Interrupt.AttachedTool> getToolsList() {
+        if (toolsBuilder_ == null) {
+          return java.util.Collections.unmodifiableList(tools_);
+        } else {
+          return toolsBuilder_.getMessageList();
+        }
+      }
+      /**
+       * <pre>
+       * The tool streams attached now (attached_tools of them), in attach order.
+       * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+       * ListExecutions with include_tools; empty in the other answers.
+       * </pre>
+       *
+       * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+       */
+      public int getToolsCount() {
+        if (toolsBuilder_ == null) {
+          return tools_.size();
+        } else {
+          return toolsBuilder_.getCount();
+        }
+      }
+      /**
+       * <pre>
+       * The tool streams attached now (attached_tools of them), in attach order.
+       * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+       * ListExecutions with include_tools; empty in the other answers.
+       * </pre>
+       *
+       * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+       */
+      public interrupt.v1.Interrupt.AttachedTool getTools(int index) {
+        if (toolsBuilder_ == null) {
+          return tools_.get(index);
+        } else {
+          return toolsBuilder_.getMessage(index);
+        }
+      }
+      /**
+       * <pre>
+       * The tool streams attached now (attached_tools of them), in attach order.
+       * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+       * ListExecutions with include_tools; empty in the other answers.
+       * </pre>
+       *
+       * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+       */
+      public Builder setTools(
+          int index, interrupt.v1.Interrupt.AttachedTool value) {
+        if (toolsBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          ensureToolsIsMutable();
+          tools_.set(index, value);
+          onChanged();
+        } else {
+          toolsBuilder_.setMessage(index, value);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The tool streams attached now (attached_tools of them), in attach order.
+       * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+       * ListExecutions with include_tools; empty in the other answers.
+       * </pre>
+       *
+       * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+       */
+      public Builder setTools(
+          int index, interrupt.v1.Interrupt.AttachedTool.Builder builderForValue) {
+        if (toolsBuilder_ == null) {
+          ensureToolsIsMutable();
+          tools_.set(index, builderForValue.build());
+          onChanged();
+        } else {
+          toolsBuilder_.setMessage(index, builderForValue.build());
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The tool streams attached now (attached_tools of them), in attach order.
+       * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+       * ListExecutions with include_tools; empty in the other answers.
+       * </pre>
+       *
+       * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+       */
+      public Builder addTools(interrupt.v1.Interrupt.AttachedTool value) {
+        if (toolsBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          ensureToolsIsMutable();
+          tools_.add(value);
+          onChanged();
+        } else {
+          toolsBuilder_.addMessage(value);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The tool streams attached now (attached_tools of them), in attach order.
+       * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+       * ListExecutions with include_tools; empty in the other answers.
+       * </pre>
+       *
+       * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+       */
+      public Builder addTools(
+          int index, interrupt.v1.Interrupt.AttachedTool value) {
+        if (toolsBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          ensureToolsIsMutable();
+          tools_.add(index, value);
+          onChanged();
+        } else {
+          toolsBuilder_.addMessage(index, value);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The tool streams attached now (attached_tools of them), in attach order.
+       * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+       * ListExecutions with include_tools; empty in the other answers.
+       * </pre>
+       *
+       * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+       */
+      public Builder addTools(
+          interrupt.v1.Interrupt.AttachedTool.Builder builderForValue) {
+        if (toolsBuilder_ == null) {
+          ensureToolsIsMutable();
+          tools_.add(builderForValue.build());
+          onChanged();
+        } else {
+          toolsBuilder_.addMessage(builderForValue.build());
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The tool streams attached now (attached_tools of them), in attach order.
+       * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+       * ListExecutions with include_tools; empty in the other answers.
+       * </pre>
+       *
+       * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+       */
+      public Builder addTools(
+          int index, interrupt.v1.Interrupt.AttachedTool.Builder builderForValue) {
+        if (toolsBuilder_ == null) {
+          ensureToolsIsMutable();
+          tools_.add(index, builderForValue.build());
+          onChanged();
+        } else {
+          toolsBuilder_.addMessage(index, builderForValue.build());
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The tool streams attached now (attached_tools of them), in attach order.
+       * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+       * ListExecutions with include_tools; empty in the other answers.
+       * </pre>
+       *
+       * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+       */
+      public Builder addAllTools(
+          java.lang.Iterable<? extends interrupt.v1.Interrupt.AttachedTool> values) {
+        if (toolsBuilder_ == null) {
+          ensureToolsIsMutable();
+          com.google.protobuf.AbstractMessageLite.Builder.addAll(
+              values, tools_);
+          onChanged();
+        } else {
+          toolsBuilder_.addAllMessages(values);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The tool streams attached now (attached_tools of them), in attach order.
+       * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+       * ListExecutions with include_tools; empty in the other answers.
+       * </pre>
+       *
+       * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+       */
+      public Builder clearTools() {
+        if (toolsBuilder_ == null) {
+          tools_ = java.util.Collections.emptyList();
+          bitField0_ = (bitField0_ & ~0x00100000);
+          onChanged();
+        } else {
+          toolsBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The tool streams attached now (attached_tools of them), in attach order.
+       * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+       * ListExecutions with include_tools; empty in the other answers.
+       * </pre>
+       *
+       * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+       */
+      public Builder removeTools(int index) {
+        if (toolsBuilder_ == null) {
+          ensureToolsIsMutable();
+          tools_.remove(index);
+          onChanged();
+        } else {
+          toolsBuilder_.remove(index);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The tool streams attached now (attached_tools of them), in attach order.
+       * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+       * ListExecutions with include_tools; empty in the other answers.
+       * </pre>
+       *
+       * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+       */
+      public interrupt.v1.Interrupt.AttachedTool.Builder getToolsBuilder(
+          int index) {
+        return internalGetToolsFieldBuilder().getBuilder(index);
+      }
+      /**
+       * <pre>
+       * The tool streams attached now (attached_tools of them), in attach order.
+       * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+       * ListExecutions with include_tools; empty in the other answers.
+       * </pre>
+       *
+       * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+       */
+      public interrupt.v1.Interrupt.AttachedToolOrBuilder getToolsOrBuilder(
+          int index) {
+        if (toolsBuilder_ == null) {
+          return tools_.get(index);  } else {
+          return toolsBuilder_.getMessageOrBuilder(index);
+        }
+      }
+      /**
+       * <pre>
+       * The tool streams attached now (attached_tools of them), in attach order.
+       * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+       * ListExecutions with include_tools; empty in the other answers.
+       * </pre>
+       *
+       * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+       */
+      public java.util.List<? extends interrupt.v1.Interrupt.AttachedToolOrBuilder> 
+           getToolsOrBuilderList() {
+        if (toolsBuilder_ != null) {
+          return toolsBuilder_.getMessageOrBuilderList();
+        } else {
+          return java.util.Collections.unmodifiableList(tools_);
+        }
+      }
+      /**
+       * <pre>
+       * The tool streams attached now (attached_tools of them), in attach order.
+       * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+       * ListExecutions with include_tools; empty in the other answers.
+       * </pre>
+       *
+       * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+       */
+      public interrupt.v1.Interrupt.AttachedTool.Builder addToolsBuilder() {
+        return internalGetToolsFieldBuilder().addBuilder(
+            interrupt.v1.Interrupt.AttachedTool.getDefaultInstance());
+      }
+      /**
+       * <pre>
+       * The tool streams attached now (attached_tools of them), in attach order.
+       * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+       * ListExecutions with include_tools; empty in the other answers.
+       * </pre>
+       *
+       * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+       */
+      public interrupt.v1.Interrupt.AttachedTool.Builder addToolsBuilder(
+          int index) {
+        return internalGetToolsFieldBuilder().addBuilder(
+            index, interrupt.v1.Interrupt.AttachedTool.getDefaultInstance());
+      }
+      /**
+       * <pre>
+       * The tool streams attached now (attached_tools of them), in attach order.
+       * Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+       * ListExecutions with include_tools; empty in the other answers.
+       * </pre>
+       *
+       * <code>repeated .interrupt.v1.AttachedTool tools = 21;</code>
+       */
+      public java.util.List<interrupt.v1.Interrupt.AttachedTool.Builder> 
+           getToolsBuilderList() {
+        return internalGetToolsFieldBuilder().getBuilderList();
+      }
+      private com.google.protobuf.RepeatedFieldBuilder<
+          interrupt.v1.Interrupt.AttachedTool, interrupt.v1.Interrupt.AttachedTool.Builder, interrupt.v1.Interrupt.AttachedToolOrBuilder> 
+          internalGetToolsFieldBuilder() {
+        if (toolsBuilder_ == null) {
+          toolsBuilder_ = new com.google.protobuf.RepeatedFieldBuilder<
+              interrupt.v1.Interrupt.AttachedTool, interrupt.v1.Interrupt.AttachedTool.Builder, interrupt.v1.Interrupt.AttachedToolOrBuilder>(
+                  tools_,
+                  ((bitField0_ & 0x00100000) != 0),
+                  getParentForChildren(),
+                  isClean());
+          tools_ = null;
+        }
+        return toolsBuilder_;
+      }
+
       // @@protoc_insertion_point(builder_scope:interrupt.v1.Execution)
     }
 
@@ -17801,6 +18446,1541 @@ java.lang.String defaultValue) {
 
     @java.lang.Override
     public interrupt.v1.Interrupt.Execution getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
+  public interface AttachedToolOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:interrupt.v1.AttachedTool)
+      com.google.protobuf.MessageOrBuilder {
+
+    /**
+     * <code>string tool_id = 1;</code>
+     * @return The toolId.
+     */
+    java.lang.String getToolId();
+    /**
+     * <code>string tool_id = 1;</code>
+     * @return The bytes for toolId.
+     */
+    com.google.protobuf.ByteString
+        getToolIdBytes();
+
+    /**
+     * <code>string tool_name = 2;</code>
+     * @return The toolName.
+     */
+    java.lang.String getToolName();
+    /**
+     * <code>string tool_name = 2;</code>
+     * @return The bytes for toolName.
+     */
+    com.google.protobuf.ByteString
+        getToolNameBytes();
+
+    /**
+     * <code>string tool_call_id = 3;</code>
+     * @return The toolCallId.
+     */
+    java.lang.String getToolCallId();
+    /**
+     * <code>string tool_call_id = 3;</code>
+     * @return The bytes for toolCallId.
+     */
+    com.google.protobuf.ByteString
+        getToolCallIdBytes();
+
+    /**
+     * <code>.interrupt.v1.InterruptBehavior behavior = 4;</code>
+     * @return The enum numeric value on the wire for behavior.
+     */
+    int getBehaviorValue();
+    /**
+     * <code>.interrupt.v1.InterruptBehavior behavior = 4;</code>
+     * @return The behavior.
+     */
+    interrupt.v1.Interrupt.InterruptBehavior getBehavior();
+
+    /**
+     * <code>int32 pid = 5;</code>
+     * @return The pid.
+     */
+    int getPid();
+
+    /**
+     * <code>.google.protobuf.Timestamp attached_at = 6;</code>
+     * @return Whether the attachedAt field is set.
+     */
+    boolean hasAttachedAt();
+    /**
+     * <code>.google.protobuf.Timestamp attached_at = 6;</code>
+     * @return The attachedAt.
+     */
+    com.google.protobuf.Timestamp getAttachedAt();
+    /**
+     * <code>.google.protobuf.Timestamp attached_at = 6;</code>
+     */
+    com.google.protobuf.TimestampOrBuilder getAttachedAtOrBuilder();
+
+    /**
+     * <pre>
+     * True once the tool reported Unwound (its stream closes soon after).
+     * </pre>
+     *
+     * <code>bool unwound = 7;</code>
+     * @return The unwound.
+     */
+    boolean getUnwound();
+
+    /**
+     * <pre>
+     * How its run ended, once unwound.
+     * </pre>
+     *
+     * <code>.interrupt.v1.ToolOutcome outcome = 8;</code>
+     * @return The enum numeric value on the wire for outcome.
+     */
+    int getOutcomeValue();
+    /**
+     * <pre>
+     * How its run ended, once unwound.
+     * </pre>
+     *
+     * <code>.interrupt.v1.ToolOutcome outcome = 8;</code>
+     * @return The outcome.
+     */
+    interrupt.v1.Interrupt.ToolOutcome getOutcome();
+
+    /**
+     * <pre>
+     * True when it overran the grace after the trip.
+     * </pre>
+     *
+     * <code>bool grace_overrun = 9;</code>
+     * @return The graceOverrun.
+     */
+    boolean getGraceOverrun();
+  }
+  /**
+   * <pre>
+   * A tool stream attached to an execution: what its ToolAttached event said, and
+   * how far it has got since.
+   * </pre>
+   *
+   * Protobuf type {@code interrupt.v1.AttachedTool}
+   */
+  public static final class AttachedTool extends
+      com.google.protobuf.GeneratedMessage implements
+      // @@protoc_insertion_point(message_implements:interrupt.v1.AttachedTool)
+      AttachedToolOrBuilder {
+  private static final long serialVersionUID = 0L;
+    static {
+      com.google.protobuf.RuntimeVersion.validateProtobufGencodeVersion(
+        com.google.protobuf.RuntimeVersion.RuntimeDomain.PUBLIC,
+        /* major= */ 4,
+        /* minor= */ 35,
+        /* patch= */ 1,
+        /* suffix= */ "",
+        "AttachedTool");
+    }
+    // Use AttachedTool.newBuilder() to construct.
+    private AttachedTool(com.google.protobuf.GeneratedMessage.Builder<?> builder) {
+      super(builder);
+    }
+    private AttachedTool() {
+      toolId_ = "";
+      toolName_ = "";
+      toolCallId_ = "";
+      behavior_ = 0;
+      outcome_ = 0;
+    }
+
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return interrupt.v1.Interrupt.internal_static_interrupt_v1_AttachedTool_descriptor;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Descriptors.Descriptor getDescriptorForType() {
+      return interrupt.v1.Interrupt.internal_static_interrupt_v1_AttachedTool_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return interrupt.v1.Interrupt.internal_static_interrupt_v1_AttachedTool_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              interrupt.v1.Interrupt.AttachedTool.class, interrupt.v1.Interrupt.AttachedTool.Builder.class);
+    }
+
+    private int bitField0_;
+    public static final int TOOL_ID_FIELD_NUMBER = 1;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object toolId_ = "";
+    /**
+     * <code>string tool_id = 1;</code>
+     * @return The toolId.
+     */
+    @java.lang.Override
+    public java.lang.String getToolId() {
+      java.lang.Object ref = toolId_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        toolId_ = s;
+        return s;
+      }
+    }
+    /**
+     * <code>string tool_id = 1;</code>
+     * @return The bytes for toolId.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getToolIdBytes() {
+      java.lang.Object ref = toolId_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        toolId_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    public static final int TOOL_NAME_FIELD_NUMBER = 2;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object toolName_ = "";
+    /**
+     * <code>string tool_name = 2;</code>
+     * @return The toolName.
+     */
+    @java.lang.Override
+    public java.lang.String getToolName() {
+      java.lang.Object ref = toolName_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        toolName_ = s;
+        return s;
+      }
+    }
+    /**
+     * <code>string tool_name = 2;</code>
+     * @return The bytes for toolName.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getToolNameBytes() {
+      java.lang.Object ref = toolName_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        toolName_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    public static final int TOOL_CALL_ID_FIELD_NUMBER = 3;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object toolCallId_ = "";
+    /**
+     * <code>string tool_call_id = 3;</code>
+     * @return The toolCallId.
+     */
+    @java.lang.Override
+    public java.lang.String getToolCallId() {
+      java.lang.Object ref = toolCallId_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        toolCallId_ = s;
+        return s;
+      }
+    }
+    /**
+     * <code>string tool_call_id = 3;</code>
+     * @return The bytes for toolCallId.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getToolCallIdBytes() {
+      java.lang.Object ref = toolCallId_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        toolCallId_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    public static final int BEHAVIOR_FIELD_NUMBER = 4;
+    private int behavior_ = 0;
+    /**
+     * <code>.interrupt.v1.InterruptBehavior behavior = 4;</code>
+     * @return The enum numeric value on the wire for behavior.
+     */
+    @java.lang.Override public int getBehaviorValue() {
+      return behavior_;
+    }
+    /**
+     * <code>.interrupt.v1.InterruptBehavior behavior = 4;</code>
+     * @return The behavior.
+     */
+    @java.lang.Override public interrupt.v1.Interrupt.InterruptBehavior getBehavior() {
+      interrupt.v1.Interrupt.InterruptBehavior result = interrupt.v1.Interrupt.InterruptBehavior.forNumber(behavior_);
+      return result == null ? interrupt.v1.Interrupt.InterruptBehavior.UNRECOGNIZED : result;
+    }
+
+    public static final int PID_FIELD_NUMBER = 5;
+    private int pid_ = 0;
+    /**
+     * <code>int32 pid = 5;</code>
+     * @return The pid.
+     */
+    @java.lang.Override
+    public int getPid() {
+      return pid_;
+    }
+
+    public static final int ATTACHED_AT_FIELD_NUMBER = 6;
+    private com.google.protobuf.Timestamp attachedAt_;
+    /**
+     * <code>.google.protobuf.Timestamp attached_at = 6;</code>
+     * @return Whether the attachedAt field is set.
+     */
+    @java.lang.Override
+    public boolean hasAttachedAt() {
+      return ((bitField0_ & 0x00000001) != 0);
+    }
+    /**
+     * <code>.google.protobuf.Timestamp attached_at = 6;</code>
+     * @return The attachedAt.
+     */
+    @java.lang.Override
+    public com.google.protobuf.Timestamp getAttachedAt() {
+      return attachedAt_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : attachedAt_;
+    }
+    /**
+     * <code>.google.protobuf.Timestamp attached_at = 6;</code>
+     */
+    @java.lang.Override
+    public com.google.protobuf.TimestampOrBuilder getAttachedAtOrBuilder() {
+      return attachedAt_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : attachedAt_;
+    }
+
+    public static final int UNWOUND_FIELD_NUMBER = 7;
+    private boolean unwound_ = false;
+    /**
+     * <pre>
+     * True once the tool reported Unwound (its stream closes soon after).
+     * </pre>
+     *
+     * <code>bool unwound = 7;</code>
+     * @return The unwound.
+     */
+    @java.lang.Override
+    public boolean getUnwound() {
+      return unwound_;
+    }
+
+    public static final int OUTCOME_FIELD_NUMBER = 8;
+    private int outcome_ = 0;
+    /**
+     * <pre>
+     * How its run ended, once unwound.
+     * </pre>
+     *
+     * <code>.interrupt.v1.ToolOutcome outcome = 8;</code>
+     * @return The enum numeric value on the wire for outcome.
+     */
+    @java.lang.Override public int getOutcomeValue() {
+      return outcome_;
+    }
+    /**
+     * <pre>
+     * How its run ended, once unwound.
+     * </pre>
+     *
+     * <code>.interrupt.v1.ToolOutcome outcome = 8;</code>
+     * @return The outcome.
+     */
+    @java.lang.Override public interrupt.v1.Interrupt.ToolOutcome getOutcome() {
+      interrupt.v1.Interrupt.ToolOutcome result = interrupt.v1.Interrupt.ToolOutcome.forNumber(outcome_);
+      return result == null ? interrupt.v1.Interrupt.ToolOutcome.UNRECOGNIZED : result;
+    }
+
+    public static final int GRACE_OVERRUN_FIELD_NUMBER = 9;
+    private boolean graceOverrun_ = false;
+    /**
+     * <pre>
+     * True when it overran the grace after the trip.
+     * </pre>
+     *
+     * <code>bool grace_overrun = 9;</code>
+     * @return The graceOverrun.
+     */
+    @java.lang.Override
+    public boolean getGraceOverrun() {
+      return graceOverrun_;
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(toolId_)) {
+        com.google.protobuf.GeneratedMessage.writeString(output, 1, toolId_);
+      }
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(toolName_)) {
+        com.google.protobuf.GeneratedMessage.writeString(output, 2, toolName_);
+      }
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(toolCallId_)) {
+        com.google.protobuf.GeneratedMessage.writeString(output, 3, toolCallId_);
+      }
+      if (behavior_ != interrupt.v1.Interrupt.InterruptBehavior.INTERRUPT_BEHAVIOR_UNSPECIFIED.getNumber()) {
+        output.writeEnum(4, behavior_);
+      }
+      if (pid_ != 0) {
+        output.writeInt32(5, pid_);
+      }
+      if (((bitField0_ & 0x00000001) != 0)) {
+        output.writeMessage(6, getAttachedAt());
+      }
+      if (unwound_ != false) {
+        output.writeBool(7, unwound_);
+      }
+      if (outcome_ != interrupt.v1.Interrupt.ToolOutcome.TOOL_OUTCOME_UNSPECIFIED.getNumber()) {
+        output.writeEnum(8, outcome_);
+      }
+      if (graceOverrun_ != false) {
+        output.writeBool(9, graceOverrun_);
+      }
+      getUnknownFields().writeTo(output);
+    }
+    private int computeSerializedSize_0() {
+      int size = 0;
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(toolId_)) {
+        size += com.google.protobuf.GeneratedMessage.computeStringSize(1, toolId_);
+      }
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(toolName_)) {
+        size += com.google.protobuf.GeneratedMessage.computeStringSize(2, toolName_);
+      }
+      if (!com.google.protobuf.GeneratedMessage.isStringEmpty(toolCallId_)) {
+        size += com.google.protobuf.GeneratedMessage.computeStringSize(3, toolCallId_);
+      }
+      if (behavior_ != interrupt.v1.Interrupt.InterruptBehavior.INTERRUPT_BEHAVIOR_UNSPECIFIED.getNumber()) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeEnumSize(4, behavior_);
+      }
+      if (pid_ != 0) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeInt32Size(5, pid_);
+      }
+      if (((bitField0_ & 0x00000001) != 0)) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(6, getAttachedAt());
+      }
+      if (unwound_ != false) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeBoolSize(7, unwound_);
+      }
+      if (outcome_ != interrupt.v1.Interrupt.ToolOutcome.TOOL_OUTCOME_UNSPECIFIED.getNumber()) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeEnumSize(8, outcome_);
+      }
+      if (graceOverrun_ != false) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeBoolSize(9, graceOverrun_);
+      }
+      return size;
+    }
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      size += computeSerializedSize_0();
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof interrupt.v1.Interrupt.AttachedTool)) {
+        return super.equals(obj);
+      }
+      interrupt.v1.Interrupt.AttachedTool other = (interrupt.v1.Interrupt.AttachedTool) obj;
+
+      if (!getToolId()
+          .equals(other.getToolId())) return false;
+      if (!getToolName()
+          .equals(other.getToolName())) return false;
+      if (!getToolCallId()
+          .equals(other.getToolCallId())) return false;
+      if (behavior_ != other.behavior_) return false;
+      if (getPid()
+          != other.getPid()) return false;
+      if (hasAttachedAt() != other.hasAttachedAt()) return false;
+      if (hasAttachedAt()) {
+        if (!getAttachedAt()
+            .equals(other.getAttachedAt())) return false;
+      }
+      if (getUnwound()
+          != other.getUnwound()) return false;
+      if (outcome_ != other.outcome_) return false;
+      if (getGraceOverrun()
+          != other.getGraceOverrun()) return false;
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      hash = (37 * hash) + TOOL_ID_FIELD_NUMBER;
+      hash = (53 * hash) + getToolId().hashCode();
+      hash = (37 * hash) + TOOL_NAME_FIELD_NUMBER;
+      hash = (53 * hash) + getToolName().hashCode();
+      hash = (37 * hash) + TOOL_CALL_ID_FIELD_NUMBER;
+      hash = (53 * hash) + getToolCallId().hashCode();
+      hash = (37 * hash) + BEHAVIOR_FIELD_NUMBER;
+      hash = (53 * hash) + behavior_;
+      hash = (37 * hash) + PID_FIELD_NUMBER;
+      hash = (53 * hash) + getPid();
+      if (hasAttachedAt()) {
+        hash = (37 * hash) + ATTACHED_AT_FIELD_NUMBER;
+        hash = (53 * hash) + getAttachedAt().hashCode();
+      }
+      hash = (37 * hash) + UNWOUND_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+          getUnwound());
+      hash = (37 * hash) + OUTCOME_FIELD_NUMBER;
+      hash = (53 * hash) + outcome_;
+      hash = (37 * hash) + GRACE_OVERRUN_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+          getGraceOverrun());
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static interrupt.v1.Interrupt.AttachedTool parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static interrupt.v1.Interrupt.AttachedTool parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static interrupt.v1.Interrupt.AttachedTool parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static interrupt.v1.Interrupt.AttachedTool parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static interrupt.v1.Interrupt.AttachedTool parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static interrupt.v1.Interrupt.AttachedTool parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static interrupt.v1.Interrupt.AttachedTool parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessage
+          .parseWithIOException(PARSER, input);
+    }
+    public static interrupt.v1.Interrupt.AttachedTool parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessage
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    public static interrupt.v1.Interrupt.AttachedTool parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessage
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+
+    public static interrupt.v1.Interrupt.AttachedTool parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessage
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static interrupt.v1.Interrupt.AttachedTool parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessage
+          .parseWithIOException(PARSER, input);
+    }
+    public static interrupt.v1.Interrupt.AttachedTool parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessage
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(interrupt.v1.Interrupt.AttachedTool prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessage.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * A tool stream attached to an execution: what its ToolAttached event said, and
+     * how far it has got since.
+     * </pre>
+     *
+     * Protobuf type {@code interrupt.v1.AttachedTool}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessage.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:interrupt.v1.AttachedTool)
+        interrupt.v1.Interrupt.AttachedToolOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return interrupt.v1.Interrupt.internal_static_interrupt_v1_AttachedTool_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return interrupt.v1.Interrupt.internal_static_interrupt_v1_AttachedTool_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                interrupt.v1.Interrupt.AttachedTool.class, interrupt.v1.Interrupt.AttachedTool.Builder.class);
+      }
+
+      // Construct using interrupt.v1.Interrupt.AttachedTool.newBuilder()
+      private Builder() {
+        maybeForceBuilderInitialization();
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessage.BuilderParent parent) {
+        super(parent);
+        maybeForceBuilderInitialization();
+      }
+      private void maybeForceBuilderInitialization() {
+        if (com.google.protobuf.GeneratedMessage
+                .alwaysUseFieldBuilders) {
+          internalGetAttachedAtFieldBuilder();
+        }
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        bitField0_ = 0;
+        toolId_ = "";
+        toolName_ = "";
+        toolCallId_ = "";
+        behavior_ = 0;
+        pid_ = 0;
+        attachedAt_ = null;
+        if (attachedAtBuilder_ != null) {
+          attachedAtBuilder_.dispose();
+          attachedAtBuilder_ = null;
+        }
+        unwound_ = false;
+        outcome_ = 0;
+        graceOverrun_ = false;
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return interrupt.v1.Interrupt.internal_static_interrupt_v1_AttachedTool_descriptor;
+      }
+
+      @java.lang.Override
+      public interrupt.v1.Interrupt.AttachedTool getDefaultInstanceForType() {
+        return interrupt.v1.Interrupt.AttachedTool.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public interrupt.v1.Interrupt.AttachedTool build() {
+        interrupt.v1.Interrupt.AttachedTool result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public interrupt.v1.Interrupt.AttachedTool buildPartial() {
+        interrupt.v1.Interrupt.AttachedTool result = new interrupt.v1.Interrupt.AttachedTool(this);
+        if (bitField0_ != 0) { buildPartial0(result); }
+        onBuilt();
+        return result;
+      }
+
+      private void buildPartial0(interrupt.v1.Interrupt.AttachedTool result) {
+        int from_bitField0_ = bitField0_;
+        if (((from_bitField0_ & 0x00000001) != 0)) {
+          result.toolId_ = toolId_;
+        }
+        if (((from_bitField0_ & 0x00000002) != 0)) {
+          result.toolName_ = toolName_;
+        }
+        if (((from_bitField0_ & 0x00000004) != 0)) {
+          result.toolCallId_ = toolCallId_;
+        }
+        if (((from_bitField0_ & 0x00000008) != 0)) {
+          result.behavior_ = behavior_;
+        }
+        if (((from_bitField0_ & 0x00000010) != 0)) {
+          result.pid_ = pid_;
+        }
+        int to_bitField0_ = 0;
+        if (((from_bitField0_ & 0x00000020) != 0)) {
+          result.attachedAt_ = attachedAtBuilder_ == null
+              ? attachedAt_
+              : attachedAtBuilder_.build();
+          to_bitField0_ |= 0x00000001;
+        }
+        if (((from_bitField0_ & 0x00000040) != 0)) {
+          result.unwound_ = unwound_;
+        }
+        if (((from_bitField0_ & 0x00000080) != 0)) {
+          result.outcome_ = outcome_;
+        }
+        if (((from_bitField0_ & 0x00000100) != 0)) {
+          result.graceOverrun_ = graceOverrun_;
+        }
+        result.bitField0_ |= to_bitField0_;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof interrupt.v1.Interrupt.AttachedTool) {
+          return mergeFrom((interrupt.v1.Interrupt.AttachedTool)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(interrupt.v1.Interrupt.AttachedTool other) {
+        if (other == interrupt.v1.Interrupt.AttachedTool.getDefaultInstance()) return this;
+        if (!other.getToolId().isEmpty()) {
+          toolId_ = other.toolId_;
+          bitField0_ |= 0x00000001;
+          onChanged();
+        }
+        if (!other.getToolName().isEmpty()) {
+          toolName_ = other.toolName_;
+          bitField0_ |= 0x00000002;
+          onChanged();
+        }
+        if (!other.getToolCallId().isEmpty()) {
+          toolCallId_ = other.toolCallId_;
+          bitField0_ |= 0x00000004;
+          onChanged();
+        }
+        if (other.behavior_ != 0) {
+          setBehaviorValue(other.getBehaviorValue());
+        }
+        if (other.getPid() != 0) {
+          setPid(other.getPid());
+        }
+        if (other.hasAttachedAt()) {
+          mergeAttachedAt(other.getAttachedAt());
+        }
+        if (other.getUnwound() != false) {
+          setUnwound(other.getUnwound());
+        }
+        if (other.outcome_ != 0) {
+          setOutcomeValue(other.getOutcomeValue());
+        }
+        if (other.getGraceOverrun() != false) {
+          setGraceOverrun(other.getGraceOverrun());
+        }
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              case 10: {
+                toolId_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000001;
+                break;
+              } // case 10
+              case 18: {
+                toolName_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000002;
+                break;
+              } // case 18
+              case 26: {
+                toolCallId_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000004;
+                break;
+              } // case 26
+              case 32: {
+                behavior_ = input.readEnum();
+                bitField0_ |= 0x00000008;
+                break;
+              } // case 32
+              case 40: {
+                pid_ = input.readInt32();
+                bitField0_ |= 0x00000010;
+                break;
+              } // case 40
+              case 50: {
+                input.readMessage(
+                    internalGetAttachedAtFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                bitField0_ |= 0x00000020;
+                break;
+              } // case 50
+              case 56: {
+                unwound_ = input.readBool();
+                bitField0_ |= 0x00000040;
+                break;
+              } // case 56
+              case 64: {
+                outcome_ = input.readEnum();
+                bitField0_ |= 0x00000080;
+                break;
+              } // case 64
+              case 72: {
+                graceOverrun_ = input.readBool();
+                bitField0_ |= 0x00000100;
+                break;
+              } // case 72
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      private int bitField0_;
+
+      private java.lang.Object toolId_ = "";
+      /**
+       * <code>string tool_id = 1;</code>
+       * @return The toolId.
+       */
+      public java.lang.String getToolId() {
+        java.lang.Object ref = toolId_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          toolId_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <code>string tool_id = 1;</code>
+       * @return The bytes for toolId.
+       */
+      public com.google.protobuf.ByteString
+          getToolIdBytes() {
+        java.lang.Object ref = toolId_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          toolId_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <code>string tool_id = 1;</code>
+       * @param value The toolId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setToolId(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        toolId_ = value;
+        bitField0_ |= 0x00000001;
+        onChanged();
+        return this;
+      }
+      /**
+       * <code>string tool_id = 1;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearToolId() {
+        toolId_ = getDefaultInstance().getToolId();
+        bitField0_ = (bitField0_ & ~0x00000001);
+        onChanged();
+        return this;
+      }
+      /**
+       * <code>string tool_id = 1;</code>
+       * @param value The bytes for toolId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setToolIdBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        toolId_ = value;
+        bitField0_ |= 0x00000001;
+        onChanged();
+        return this;
+      }
+
+      private java.lang.Object toolName_ = "";
+      /**
+       * <code>string tool_name = 2;</code>
+       * @return The toolName.
+       */
+      public java.lang.String getToolName() {
+        java.lang.Object ref = toolName_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          toolName_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <code>string tool_name = 2;</code>
+       * @return The bytes for toolName.
+       */
+      public com.google.protobuf.ByteString
+          getToolNameBytes() {
+        java.lang.Object ref = toolName_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          toolName_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <code>string tool_name = 2;</code>
+       * @param value The toolName to set.
+       * @return This builder for chaining.
+       */
+      public Builder setToolName(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        toolName_ = value;
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return this;
+      }
+      /**
+       * <code>string tool_name = 2;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearToolName() {
+        toolName_ = getDefaultInstance().getToolName();
+        bitField0_ = (bitField0_ & ~0x00000002);
+        onChanged();
+        return this;
+      }
+      /**
+       * <code>string tool_name = 2;</code>
+       * @param value The bytes for toolName to set.
+       * @return This builder for chaining.
+       */
+      public Builder setToolNameBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        toolName_ = value;
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return this;
+      }
+
+      private java.lang.Object toolCallId_ = "";
+      /**
+       * <code>string tool_call_id = 3;</code>
+       * @return The toolCallId.
+       */
+      public java.lang.String getToolCallId() {
+        java.lang.Object ref = toolCallId_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          toolCallId_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <code>string tool_call_id = 3;</code>
+       * @return The bytes for toolCallId.
+       */
+      public com.google.protobuf.ByteString
+          getToolCallIdBytes() {
+        java.lang.Object ref = toolCallId_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          toolCallId_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <code>string tool_call_id = 3;</code>
+       * @param value The toolCallId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setToolCallId(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        toolCallId_ = value;
+        bitField0_ |= 0x00000004;
+        onChanged();
+        return this;
+      }
+      /**
+       * <code>string tool_call_id = 3;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearToolCallId() {
+        toolCallId_ = getDefaultInstance().getToolCallId();
+        bitField0_ = (bitField0_ & ~0x00000004);
+        onChanged();
+        return this;
+      }
+      /**
+       * <code>string tool_call_id = 3;</code>
+       * @param value The bytes for toolCallId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setToolCallIdBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        toolCallId_ = value;
+        bitField0_ |= 0x00000004;
+        onChanged();
+        return this;
+      }
+
+      private int behavior_ = 0;
+      /**
+       * <code>.interrupt.v1.InterruptBehavior behavior = 4;</code>
+       * @return The enum numeric value on the wire for behavior.
+       */
+      @java.lang.Override public int getBehaviorValue() {
+        return behavior_;
+      }
+      /**
+       * <code>.interrupt.v1.InterruptBehavior behavior = 4;</code>
+       * @param value The enum numeric value on the wire for behavior to set.
+       * @return This builder for chaining.
+       */
+      public Builder setBehaviorValue(int value) {
+        behavior_ = value;
+        bitField0_ |= 0x00000008;
+        onChanged();
+        return this;
+      }
+      /**
+       * <code>.interrupt.v1.InterruptBehavior behavior = 4;</code>
+       * @return The behavior.
+       */
+      @java.lang.Override
+      public interrupt.v1.Interrupt.InterruptBehavior getBehavior() {
+        interrupt.v1.Interrupt.InterruptBehavior result = interrupt.v1.Interrupt.InterruptBehavior.forNumber(behavior_);
+        return result == null ? interrupt.v1.Interrupt.InterruptBehavior.UNRECOGNIZED : result;
+      }
+      /**
+       * <code>.interrupt.v1.InterruptBehavior behavior = 4;</code>
+       * @param value The behavior to set.
+       * @throws IllegalArgumentException if UNRECOGNIZED is provided.
+       * @return This builder for chaining.
+       */
+      public Builder setBehavior(interrupt.v1.Interrupt.InterruptBehavior value) {
+        if (value == null) { throw new NullPointerException(); }
+        bitField0_ |= 0x00000008;
+        behavior_ = value.getNumber();
+        onChanged();
+        return this;
+      }
+      /**
+       * <code>.interrupt.v1.InterruptBehavior behavior = 4;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearBehavior() {
+        bitField0_ = (bitField0_ & ~0x00000008);
+        behavior_ = 0;
+        onChanged();
+        return this;
+      }
+
+      private int pid_ ;
+      /**
+       * <code>int32 pid = 5;</code>
+       * @return The pid.
+       */
+      @java.lang.Override
+      public int getPid() {
+        return pid_;
+      }
+      /**
+       * <code>int32 pid = 5;</code>
+       * @param value The pid to set.
+       * @return This builder for chaining.
+       */
+      public Builder setPid(int value) {
+
+        pid_ = value;
+        bitField0_ |= 0x00000010;
+        onChanged();
+        return this;
+      }
+      /**
+       * <code>int32 pid = 5;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearPid() {
+        bitField0_ = (bitField0_ & ~0x00000010);
+        pid_ = 0;
+        onChanged();
+        return this;
+      }
+
+      private com.google.protobuf.Timestamp attachedAt_;
+      private com.google.protobuf.SingleFieldBuilder<
+          com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> attachedAtBuilder_;
+      /**
+       * <code>.google.protobuf.Timestamp attached_at = 6;</code>
+       * @return Whether the attachedAt field is set.
+       */
+      public boolean hasAttachedAt() {
+        return ((bitField0_ & 0x00000020) != 0);
+      }
+      /**
+       * <code>.google.protobuf.Timestamp attached_at = 6;</code>
+       * @return The attachedAt.
+       */
+      public com.google.protobuf.Timestamp getAttachedAt() {
+        if (attachedAtBuilder_ == null) {
+          return attachedAt_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : attachedAt_;
+        } else {
+          return attachedAtBuilder_.getMessage();
+        }
+      }
+      /**
+       * <code>.google.protobuf.Timestamp attached_at = 6;</code>
+       */
+      public Builder setAttachedAt(com.google.protobuf.Timestamp value) {
+        if (attachedAtBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          attachedAt_ = value;
+        } else {
+          attachedAtBuilder_.setMessage(value);
+        }
+        bitField0_ |= 0x00000020;
+        onChanged();
+        return this;
+      }
+      /**
+       * <code>.google.protobuf.Timestamp attached_at = 6;</code>
+       */
+      public Builder setAttachedAt(
+          com.google.protobuf.Timestamp.Builder builderForValue) {
+        if (attachedAtBuilder_ == null) {
+          attachedAt_ = builderForValue.build();
+        } else {
+          attachedAtBuilder_.setMessage(builderForValue.build());
+        }
+        bitField0_ |= 0x00000020;
+        onChanged();
+        return this;
+      }
+      /**
+       * <code>.google.protobuf.Timestamp attached_at = 6;</code>
+       */
+      public Builder mergeAttachedAt(com.google.protobuf.Timestamp value) {
+        if (attachedAtBuilder_ == null) {
+          if (((bitField0_ & 0x00000020) != 0) &&
+            attachedAt_ != null &&
+            attachedAt_ != com.google.protobuf.Timestamp.getDefaultInstance()) {
+            getAttachedAtBuilder().mergeFrom(value);
+          } else {
+            attachedAt_ = value;
+          }
+        } else {
+          attachedAtBuilder_.mergeFrom(value);
+        }
+        if (attachedAt_ != null) {
+          bitField0_ |= 0x00000020;
+          onChanged();
+        }
+        return this;
+      }
+      /**
+       * <code>.google.protobuf.Timestamp attached_at = 6;</code>
+       */
+      public Builder clearAttachedAt() {
+        bitField0_ = (bitField0_ & ~0x00000020);
+        attachedAt_ = null;
+        if (attachedAtBuilder_ != null) {
+          attachedAtBuilder_.dispose();
+          attachedAtBuilder_ = null;
+        }
+        onChanged();
+        return this;
+      }
+      /**
+       * <code>.google.protobuf.Timestamp attached_at = 6;</code>
+       */
+      public com.google.protobuf.Timestamp.Builder getAttachedAtBuilder() {
+        bitField0_ |= 0x00000020;
+        onChanged();
+        return internalGetAttachedAtFieldBuilder().getBuilder();
+      }
+      /**
+       * <code>.google.protobuf.Timestamp attached_at = 6;</code>
+       */
+      public com.google.protobuf.TimestampOrBuilder getAttachedAtOrBuilder() {
+        if (attachedAtBuilder_ != null) {
+          return attachedAtBuilder_.getMessageOrBuilder();
+        } else {
+          return attachedAt_ == null ?
+              com.google.protobuf.Timestamp.getDefaultInstance() : attachedAt_;
+        }
+      }
+      /**
+       * <code>.google.protobuf.Timestamp attached_at = 6;</code>
+       */
+      private com.google.protobuf.SingleFieldBuilder<
+          com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> 
+          internalGetAttachedAtFieldBuilder() {
+        if (attachedAtBuilder_ == null) {
+          attachedAtBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+              com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder>(
+                  getAttachedAt(),
+                  getParentForChildren(),
+                  isClean());
+          attachedAt_ = null;
+        }
+        return attachedAtBuilder_;
+      }
+
+      private boolean unwound_ ;
+      /**
+       * <pre>
+       * True once the tool reported Unwound (its stream closes soon after).
+       * </pre>
+       *
+       * <code>bool unwound = 7;</code>
+       * @return The unwound.
+       */
+      @java.lang.Override
+      public boolean getUnwound() {
+        return unwound_;
+      }
+      /**
+       * <pre>
+       * True once the tool reported Unwound (its stream closes soon after).
+       * </pre>
+       *
+       * <code>bool unwound = 7;</code>
+       * @param value The unwound to set.
+       * @return This builder for chaining.
+       */
+      public Builder setUnwound(boolean value) {
+
+        unwound_ = value;
+        bitField0_ |= 0x00000040;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * True once the tool reported Unwound (its stream closes soon after).
+       * </pre>
+       *
+       * <code>bool unwound = 7;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearUnwound() {
+        bitField0_ = (bitField0_ & ~0x00000040);
+        unwound_ = false;
+        onChanged();
+        return this;
+      }
+
+      private int outcome_ = 0;
+      /**
+       * <pre>
+       * How its run ended, once unwound.
+       * </pre>
+       *
+       * <code>.interrupt.v1.ToolOutcome outcome = 8;</code>
+       * @return The enum numeric value on the wire for outcome.
+       */
+      @java.lang.Override public int getOutcomeValue() {
+        return outcome_;
+      }
+      /**
+       * <pre>
+       * How its run ended, once unwound.
+       * </pre>
+       *
+       * <code>.interrupt.v1.ToolOutcome outcome = 8;</code>
+       * @param value The enum numeric value on the wire for outcome to set.
+       * @return This builder for chaining.
+       */
+      public Builder setOutcomeValue(int value) {
+        outcome_ = value;
+        bitField0_ |= 0x00000080;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * How its run ended, once unwound.
+       * </pre>
+       *
+       * <code>.interrupt.v1.ToolOutcome outcome = 8;</code>
+       * @return The outcome.
+       */
+      @java.lang.Override
+      public interrupt.v1.Interrupt.ToolOutcome getOutcome() {
+        interrupt.v1.Interrupt.ToolOutcome result = interrupt.v1.Interrupt.ToolOutcome.forNumber(outcome_);
+        return result == null ? interrupt.v1.Interrupt.ToolOutcome.UNRECOGNIZED : result;
+      }
+      /**
+       * <pre>
+       * How its run ended, once unwound.
+       * </pre>
+       *
+       * <code>.interrupt.v1.ToolOutcome outcome = 8;</code>
+       * @param value The outcome to set.
+       * @throws IllegalArgumentException if UNRECOGNIZED is provided.
+       * @return This builder for chaining.
+       */
+      public Builder setOutcome(interrupt.v1.Interrupt.ToolOutcome value) {
+        if (value == null) { throw new NullPointerException(); }
+        bitField0_ |= 0x00000080;
+        outcome_ = value.getNumber();
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * How its run ended, once unwound.
+       * </pre>
+       *
+       * <code>.interrupt.v1.ToolOutcome outcome = 8;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearOutcome() {
+        bitField0_ = (bitField0_ & ~0x00000080);
+        outcome_ = 0;
+        onChanged();
+        return this;
+      }
+
+      private boolean graceOverrun_ ;
+      /**
+       * <pre>
+       * True when it overran the grace after the trip.
+       * </pre>
+       *
+       * <code>bool grace_overrun = 9;</code>
+       * @return The graceOverrun.
+       */
+      @java.lang.Override
+      public boolean getGraceOverrun() {
+        return graceOverrun_;
+      }
+      /**
+       * <pre>
+       * True when it overran the grace after the trip.
+       * </pre>
+       *
+       * <code>bool grace_overrun = 9;</code>
+       * @param value The graceOverrun to set.
+       * @return This builder for chaining.
+       */
+      public Builder setGraceOverrun(boolean value) {
+
+        graceOverrun_ = value;
+        bitField0_ |= 0x00000100;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * True when it overran the grace after the trip.
+       * </pre>
+       *
+       * <code>bool grace_overrun = 9;</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearGraceOverrun() {
+        bitField0_ = (bitField0_ & ~0x00000100);
+        graceOverrun_ = false;
+        onChanged();
+        return this;
+      }
+
+      // @@protoc_insertion_point(builder_scope:interrupt.v1.AttachedTool)
+    }
+
+    // @@protoc_insertion_point(class_scope:interrupt.v1.AttachedTool)
+    private static final interrupt.v1.Interrupt.AttachedTool DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new interrupt.v1.Interrupt.AttachedTool();
+    }
+
+    public static interrupt.v1.Interrupt.AttachedTool getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<AttachedTool>
+        PARSER = new com.google.protobuf.AbstractParser<AttachedTool>() {
+      @java.lang.Override
+      public AttachedTool parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<AttachedTool> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<AttachedTool> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public interrupt.v1.Interrupt.AttachedTool getDefaultInstanceForType() {
       return DEFAULT_INSTANCE;
     }
 
@@ -43631,6 +45811,11 @@ java.lang.String defaultValue) {
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_interrupt_v1_Execution_LabelsEntry_fieldAccessorTable;
   private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_interrupt_v1_AttachedTool_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_interrupt_v1_AttachedTool_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
     internal_static_interrupt_v1_ExecutionEvent_descriptor;
   private static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -43807,158 +45992,166 @@ java.lang.String defaultValue) {
       "le.protobuf.Timestamp\"+\n\023GetExecutionReq" +
       "uest\022\024\n\014execution_id\030\001 \001(\t\"B\n\024GetExecuti" +
       "onResponse\022*\n\texecution\030\001 \001(\0132\027.interrup" +
-      "t.v1.Execution\"B\n\025ListExecutionsRequest\022" +
+      "t.v1.Execution\"Y\n\025ListExecutionsRequest\022" +
       "\022\n\ncontext_id\030\001 \001(\t\022\025\n\rinclude_ended\030\002 \001" +
-      "(\010\"E\n\026ListExecutionsResponse\022+\n\nexecutio" +
-      "ns\030\001 \003(\0132\027.interrupt.v1.Execution\";\n\025Wat" +
-      "chExecutionRequest\022\024\n\014execution_id\030\001 \001(\t" +
-      "\022\014\n\004hold\030\002 \001(\010\"\277\005\n\tExecution\022\024\n\014executio" +
-      "n_id\030\001 \001(\t\022\021\n\tcancelled\030\002 \001(\010\022-\n\006reason\030" +
-      "\003 \001(\0162\035.interrupt.v1.InterruptReason\022.\n\n" +
-      "tripped_at\030\004 \001(\0132\032.google.protobuf.Times" +
-      "tamp\022\r\n\005ended\030\005 \001(\010\022\033\n\023parent_execution_" +
-      "id\030\006 \001(\t\022\022\n\ncontext_id\030\007 \001(\t\022\016\n\006detail\030\010" +
-      " \001(\t\022,\n\010begun_at\030\t \001(\0132\032.google.protobuf" +
-      ".Timestamp\022,\n\010ended_at\030\n \001(\0132\032.google.pr" +
-      "otobuf.Timestamp\022(\n\005grace\030\013 \001(\0132\031.google" +
-      ".protobuf.Duration\022)\n\006budget\030\014 \001(\0132\031.goo" +
-      "gle.protobuf.Duration\022,\n\tlease_ttl\030\r \001(\013" +
-      "2\031.google.protobuf.Duration\0223\n\006labels\030\016 " +
-      "\003(\0132#.interrupt.v1.Execution.LabelsEntry" +
-      "\022\026\n\016attached_tools\030\017 \001(\r\022\026\n\016grace_overru" +
-      "ns\030\020 \001(\r\022\017\n\007holders\030\021 \001(\r\022\022\n\nsession_id\030" +
-      "\022 \001(\t\022\017\n\007task_id\030\023 \001(\t\0221\n\rremote_parent\030" +
-      "\024 \001(\0132\032.interrupt.v1.RemoteParent\032-\n\013Lab" +
-      "elsEntry\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\001" +
-      "\"\226\005\n\016ExecutionEvent\022\024\n\014execution_id\030\001 \001(" +
-      "\t\022/\n\013occurred_at\030\002 \001(\0132\032.google.protobuf" +
-      ".Timestamp\022\020\n\010sequence\030\003 \001(\004\022+\n\010snapshot" +
-      "\030\n \001(\0132\027.interrupt.v1.ExecutionH\000\0221\n\007tri" +
-      "pped\030\013 \001(\0132\036.interrupt.v1.ExecutionTripp" +
-      "edH\000\0223\n\rtool_attached\030\014 \001(\0132\032.interrupt." +
-      "v1.ToolAttachedH\000\0221\n\014tool_unwound\030\r \001(\0132" +
-      "\031.interrupt.v1.ToolUnwoundH\000\0223\n\rgrace_ov" +
-      "errun\030\016 \001(\0132\032.interrupt.v1.GraceOverrunH" +
-      "\000\022F\n\027process_group_signalled\030\017 \001(\0132#.int" +
-      "errupt.v1.ProcessGroupSignalledH\000\022<\n\022pro" +
-      "cess_group_gone\030\020 \001(\0132\036.interrupt.v1.Pro" +
-      "cessGroupGoneH\000\022-\n\005ended\030\021 \001(\0132\034.interru" +
-      "pt.v1.ExecutionEndedH\000\0223\n\rtool_detached\030" +
-      "\022 \001(\0132\032.interrupt.v1.ToolDetachedH\000\022;\n\021t" +
-      "erminator_failed\030\023 \001(\0132\036.interrupt.v1.Te" +
-      "rminatorFailedH\000B\007\n\005event\"\265\001\n\020ExecutionT" +
-      "ripped\022-\n\006reason\030\001 \001(\0162\035.interrupt.v1.In" +
-      "terruptReason\022\016\n\006detail\030\002 \001(\t\022.\n\ntripped" +
-      "_at\030\003 \001(\0132\032.google.protobuf.Timestamp\0222\n" +
-      "\016grace_deadline\030\004 \001(\0132\032.google.protobuf." +
-      "Timestamp\"\210\001\n\014ToolAttached\022\017\n\007tool_id\030\001 " +
-      "\001(\t\022\021\n\ttool_name\030\002 \001(\t\022\024\n\014tool_call_id\030\003" +
-      " \001(\t\0221\n\010behavior\030\004 \001(\0162\037.interrupt.v1.In" +
-      "terruptBehavior\022\013\n\003pid\030\005 \001(\005\"\274\001\n\013ToolUnw" +
-      "ound\022\017\n\007tool_id\030\001 \001(\t\022\021\n\ttool_name\030\002 \001(\t" +
-      "\022*\n\007outcome\030\003 \001(\0162\031.interrupt.v1.ToolOut" +
-      "come\022*\n\007latency\030\004 \001(\0132\031.google.protobuf." +
-      "Duration\0221\n\010behavior\030\005 \001(\0162\037.interrupt.v" +
-      "1.InterruptBehavior\"C\n\014ToolDetached\022\017\n\007t" +
-      "ool_id\030\001 \001(\t\022\021\n\ttool_name\030\002 \001(\t\022\017\n\007unwou" +
-      "nd\030\003 \001(\010\"\217\001\n\014GraceOverrun\022\017\n\007tool_id\030\001 \001" +
-      "(\t\022\021\n\ttool_name\030\002 \001(\t\0221\n\010behavior\030\003 \001(\0162" +
-      "\037.interrupt.v1.InterruptBehavior\022(\n\005grac" +
-      "e\030\004 \001(\0132\031.google.protobuf.Duration\"q\n\025Pr" +
-      "ocessGroupSignalled\022\017\n\007tool_id\030\001 \001(\t\022\025\n\r" +
-      "terminator_id\030\002 \001(\t\022\014\n\004pgid\030\003 \001(\005\022\016\n\006sig" +
-      "nal\030\004 \001(\005\022\022\n\nescalation\030\005 \001(\010\"t\n\020Process" +
-      "GroupGone\022\017\n\007tool_id\030\001 \001(\t\022\025\n\rterminator" +
-      "_id\030\002 \001(\t\022\014\n\004pgid\030\003 \001(\005\022*\n\007latency\030\004 \001(\013" +
-      "2\031.google.protobuf.Duration\"K\n\020Terminato" +
-      "rFailed\022\017\n\007tool_id\030\001 \001(\t\022\025\n\rterminator_i" +
-      "d\030\002 \001(\t\022\017\n\007message\030\003 \001(\t\">\n\016ExecutionEnd" +
-      "ed\022,\n\010ended_at\030\001 \001(\0132\032.google.protobuf.T" +
-      "imestamp\"\253\002\n\013ToolMessage\022$\n\005hello\030\001 \001(\0132" +
-      "\023.interrupt.v1.HelloH\000\022?\n\023register_termi" +
-      "nator\030\002 \001(\0132 .interrupt.v1.RegisterTermi" +
-      "natorH\000\022C\n\025unregister_terminator\030\003 \001(\0132\"" +
-      ".interrupt.v1.UnregisterTerminatorH\000\022(\n\007" +
-      "unwound\030\004 \001(\0132\025.interrupt.v1.UnwoundH\000\022;" +
-      "\n\021terminator_result\030\005 \001(\0132\036.interrupt.v1" +
-      ".TerminatorResultH\000B\t\n\007message\"\230\001\n\005Hello" +
-      "\022\024\n\014attach_token\030\001 \001(\t\022\021\n\ttool_name\030\002 \001(" +
-      "\t\022\024\n\014tool_call_id\030\003 \001(\t\0221\n\010behavior\030\004 \001(" +
-      "\0162\037.interrupt.v1.InterruptBehavior\022\013\n\003pi" +
-      "d\030\005 \001(\005\022\020\n\010doorbell\030\006 \001(\010\"\250\001\n\022RegisterTe" +
-      "rminator\022\025\n\rterminator_id\030\001 \001(\t\0224\n\010callb" +
-      "ack\030\002 \001(\0132 .interrupt.v1.CallbackTermina" +
-      "torH\000\022=\n\rprocess_group\030\003 \001(\0132$.interrupt" +
-      ".v1.ProcessGroupTerminatorH\000B\006\n\004kind\"\024\n\022" +
-      "CallbackTerminator\"e\n\026ProcessGroupTermin" +
-      "ator\022\014\n\004pgid\030\001 \001(\005\022\016\n\006signal\030\002 \001(\005\022-\n\nki" +
-      "ll_after\030\003 \001(\0132\031.google.protobuf.Duratio" +
-      "n\"-\n\024UnregisterTerminator\022\025\n\rterminator_" +
-      "id\030\001 \001(\t\"E\n\007Unwound\022*\n\007outcome\030\001 \001(\0162\031.i" +
-      "nterrupt.v1.ToolOutcome\022\016\n\006detail\030\002 \001(\t\"" +
-      "8\n\020TerminatorResult\022\025\n\rterminator_id\030\001 \001" +
-      "(\t\022\r\n\005error\030\002 \001(\t\"\341\002\n\016SidecarMessage\022*\n\010" +
-      "attached\030\001 \001(\0132\026.interrupt.v1.AttachedH\000" +
-      "\022&\n\006cancel\030\002 \001(\0132\024.interrupt.v1.CancelH\000" +
-      "\0225\n\016run_terminator\030\003 \001(\0132\033.interrupt.v1." +
-      "RunTerminatorH\000\022C\n\025terminator_registered" +
-      "\030\004 \001(\0132\".interrupt.v1.TerminatorRegister" +
-      "edH\000\022+\n\005error\030\005 \001(\0132\032.interrupt.v1.Chann" +
-      "elErrorH\000\022G\n\027terminator_unregistered\030\006 \001" +
-      "(\0132$.interrupt.v1.TerminatorUnregistered" +
-      "H\000B\t\n\007message\"\307\001\n\010Attached\022\024\n\014execution_" +
-      "id\030\001 \001(\t\022\021\n\tcancelled\030\002 \001(\010\022-\n\006reason\030\003 " +
-      "\001(\0162\035.interrupt.v1.InterruptReason\022\017\n\007to" +
-      "ol_id\030\004 \001(\t\022(\n\005grace\030\005 \001(\0132\031.google.prot" +
-      "obuf.Duration\022(\n\010doorbell\030\006 \001(\0132\026.interr" +
-      "upt.v1.Doorbell\"\'\n\010Doorbell\022\014\n\004path\030\001 \001(" +
-      "\t\022\r\n\005token\030\002 \001(\t\"\253\001\n\006Cancel\022-\n\006reason\030\001 " +
-      "\001(\0162\035.interrupt.v1.InterruptReason\022\016\n\006de" +
-      "tail\030\002 \001(\t\022.\n\ntripped_at\030\003 \001(\0132\032.google." +
-      "protobuf.Timestamp\0222\n\016grace_deadline\030\004 \001" +
-      "(\0132\032.google.protobuf.Timestamp\"&\n\rRunTer" +
-      "minator\022\025\n\rterminator_id\030\001 \001(\t\"-\n\024Termin" +
-      "atorRegistered\022\025\n\rterminator_id\030\001 \001(\t\"/\n" +
-      "\026TerminatorUnregistered\022\025\n\rterminator_id" +
-      "\030\001 \001(\t\"D\n\014ChannelError\022\014\n\004code\030\001 \001(\005\022\017\n\007" +
-      "message\030\002 \001(\t\022\025\n\rterminator_id\030\003 \001(\t*\334\001\n" +
-      "\021InterruptBehavior\022\"\n\036INTERRUPT_BEHAVIOR" +
-      "_UNSPECIFIED\020\000\022(\n$INTERRUPT_BEHAVIOR_NON" +
-      "_INTERRUPTIBLE\020\001\022\"\n\036INTERRUPT_BEHAVIOR_C" +
-      "OOPERATIVE\020\002\022\'\n#INTERRUPT_BEHAVIOR_THREA" +
-      "D_INTERRUPT\020\003\022,\n(INTERRUPT_BEHAVIOR_EXTE" +
-      "RNALLY_TERMINATED\020\004*\200\003\n\017InterruptReason\022" +
-      " \n\034INTERRUPT_REASON_UNSPECIFIED\020\000\022 \n\034INT" +
-      "ERRUPT_REASON_USER_SIGINT\020\001\022\'\n#INTERRUPT" +
-      "_REASON_NOW_PRIORITY_INPUT\020\002\022$\n INTERRUP" +
-      "T_REASON_BUDGET_EXCEEDED\020\003\022%\n!INTERRUPT_" +
-      "REASON_PARENT_CANCELLED\020\004\022#\n\037INTERRUPT_R" +
-      "EASON_TASK_CANCELLED\020\005\022$\n INTERRUPT_REAS" +
-      "ON_SYSTEM_SHUTDOWN\020\006\022\037\n\033INTERRUPT_REASON" +
-      "_LEASE_LOST\020\007\022%\n!INTERRUPT_REASON_SESSIO" +
-      "N_RELEASED\020\010\022 \n\034INTERRUPT_REASON_HOLDER_" +
-      "LOST\020\t*~\n\013ToolOutcome\022\034\n\030TOOL_OUTCOME_UN" +
-      "SPECIFIED\020\000\022\032\n\026TOOL_OUTCOME_COMPLETED\020\001\022" +
-      "\034\n\030TOOL_OUTCOME_INTERRUPTED\020\002\022\027\n\023TOOL_OU" +
-      "TCOME_FAILED\020\0032\357\004\n\022CoordinatorService\022[\n" +
-      "\016BeginExecution\022#.interrupt.v1.BeginExec" +
-      "utionRequest\032$.interrupt.v1.BeginExecuti" +
-      "onResponse\022L\n\tInterrupt\022\036.interrupt.v1.I" +
-      "nterruptRequest\032\037.interrupt.v1.Interrupt" +
-      "Response\022U\n\014EndExecution\022!.interrupt.v1." +
-      "EndExecutionRequest\032\".interrupt.v1.EndEx" +
-      "ecutionResponse\022L\n\tKeepAlive\022\036.interrupt" +
-      ".v1.KeepAliveRequest\032\037.interrupt.v1.Keep" +
-      "AliveResponse\022U\n\014GetExecution\022!.interrup" +
-      "t.v1.GetExecutionRequest\032\".interrupt.v1." +
-      "GetExecutionResponse\022[\n\016ListExecutions\022#" +
-      ".interrupt.v1.ListExecutionsRequest\032$.in" +
-      "terrupt.v1.ListExecutionsResponse\022U\n\016Wat" +
-      "chExecution\022#.interrupt.v1.WatchExecutio" +
-      "nRequest\032\034.interrupt.v1.ExecutionEvent0\001" +
-      "2[\n\022ToolChannelService\022E\n\006Attach\022\031.inter" +
-      "rupt.v1.ToolMessage\032\034.interrupt.v1.Sidec" +
-      "arMessage(\0010\001b\006proto3"
+      "(\010\022\025\n\rinclude_tools\030\003 \001(\010\"E\n\026ListExecuti" +
+      "onsResponse\022+\n\nexecutions\030\001 \003(\0132\027.interr" +
+      "upt.v1.Execution\";\n\025WatchExecutionReques" +
+      "t\022\024\n\014execution_id\030\001 \001(\t\022\014\n\004hold\030\002 \001(\010\"\352\005" +
+      "\n\tExecution\022\024\n\014execution_id\030\001 \001(\t\022\021\n\tcan" +
+      "celled\030\002 \001(\010\022-\n\006reason\030\003 \001(\0162\035.interrupt" +
+      ".v1.InterruptReason\022.\n\ntripped_at\030\004 \001(\0132" +
+      "\032.google.protobuf.Timestamp\022\r\n\005ended\030\005 \001" +
+      "(\010\022\033\n\023parent_execution_id\030\006 \001(\t\022\022\n\nconte" +
+      "xt_id\030\007 \001(\t\022\016\n\006detail\030\010 \001(\t\022,\n\010begun_at\030" +
+      "\t \001(\0132\032.google.protobuf.Timestamp\022,\n\010end" +
+      "ed_at\030\n \001(\0132\032.google.protobuf.Timestamp\022" +
+      "(\n\005grace\030\013 \001(\0132\031.google.protobuf.Duratio" +
+      "n\022)\n\006budget\030\014 \001(\0132\031.google.protobuf.Dura" +
+      "tion\022,\n\tlease_ttl\030\r \001(\0132\031.google.protobu" +
+      "f.Duration\0223\n\006labels\030\016 \003(\0132#.interrupt.v" +
+      "1.Execution.LabelsEntry\022\026\n\016attached_tool" +
+      "s\030\017 \001(\r\022\026\n\016grace_overruns\030\020 \001(\r\022\017\n\007holde" +
+      "rs\030\021 \001(\r\022\022\n\nsession_id\030\022 \001(\t\022\017\n\007task_id\030" +
+      "\023 \001(\t\0221\n\rremote_parent\030\024 \001(\0132\032.interrupt" +
+      ".v1.RemoteParent\022)\n\005tools\030\025 \003(\0132\032.interr" +
+      "upt.v1.AttachedTool\032-\n\013LabelsEntry\022\013\n\003ke" +
+      "y\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\001\"\215\002\n\014AttachedT" +
+      "ool\022\017\n\007tool_id\030\001 \001(\t\022\021\n\ttool_name\030\002 \001(\t\022" +
+      "\024\n\014tool_call_id\030\003 \001(\t\0221\n\010behavior\030\004 \001(\0162" +
+      "\037.interrupt.v1.InterruptBehavior\022\013\n\003pid\030" +
+      "\005 \001(\005\022/\n\013attached_at\030\006 \001(\0132\032.google.prot" +
+      "obuf.Timestamp\022\017\n\007unwound\030\007 \001(\010\022*\n\007outco" +
+      "me\030\010 \001(\0162\031.interrupt.v1.ToolOutcome\022\025\n\rg" +
+      "race_overrun\030\t \001(\010\"\226\005\n\016ExecutionEvent\022\024\n" +
+      "\014execution_id\030\001 \001(\t\022/\n\013occurred_at\030\002 \001(\013" +
+      "2\032.google.protobuf.Timestamp\022\020\n\010sequence" +
+      "\030\003 \001(\004\022+\n\010snapshot\030\n \001(\0132\027.interrupt.v1." +
+      "ExecutionH\000\0221\n\007tripped\030\013 \001(\0132\036.interrupt" +
+      ".v1.ExecutionTrippedH\000\0223\n\rtool_attached\030" +
+      "\014 \001(\0132\032.interrupt.v1.ToolAttachedH\000\0221\n\014t" +
+      "ool_unwound\030\r \001(\0132\031.interrupt.v1.ToolUnw" +
+      "oundH\000\0223\n\rgrace_overrun\030\016 \001(\0132\032.interrup" +
+      "t.v1.GraceOverrunH\000\022F\n\027process_group_sig" +
+      "nalled\030\017 \001(\0132#.interrupt.v1.ProcessGroup" +
+      "SignalledH\000\022<\n\022process_group_gone\030\020 \001(\0132" +
+      "\036.interrupt.v1.ProcessGroupGoneH\000\022-\n\005end" +
+      "ed\030\021 \001(\0132\034.interrupt.v1.ExecutionEndedH\000" +
+      "\0223\n\rtool_detached\030\022 \001(\0132\032.interrupt.v1.T" +
+      "oolDetachedH\000\022;\n\021terminator_failed\030\023 \001(\013" +
+      "2\036.interrupt.v1.TerminatorFailedH\000B\007\n\005ev" +
+      "ent\"\265\001\n\020ExecutionTripped\022-\n\006reason\030\001 \001(\016" +
+      "2\035.interrupt.v1.InterruptReason\022\016\n\006detai" +
+      "l\030\002 \001(\t\022.\n\ntripped_at\030\003 \001(\0132\032.google.pro" +
+      "tobuf.Timestamp\0222\n\016grace_deadline\030\004 \001(\0132" +
+      "\032.google.protobuf.Timestamp\"\210\001\n\014ToolAtta" +
+      "ched\022\017\n\007tool_id\030\001 \001(\t\022\021\n\ttool_name\030\002 \001(\t" +
+      "\022\024\n\014tool_call_id\030\003 \001(\t\0221\n\010behavior\030\004 \001(\016" +
+      "2\037.interrupt.v1.InterruptBehavior\022\013\n\003pid" +
+      "\030\005 \001(\005\"\274\001\n\013ToolUnwound\022\017\n\007tool_id\030\001 \001(\t\022" +
+      "\021\n\ttool_name\030\002 \001(\t\022*\n\007outcome\030\003 \001(\0162\031.in" +
+      "terrupt.v1.ToolOutcome\022*\n\007latency\030\004 \001(\0132" +
+      "\031.google.protobuf.Duration\0221\n\010behavior\030\005" +
+      " \001(\0162\037.interrupt.v1.InterruptBehavior\"C\n" +
+      "\014ToolDetached\022\017\n\007tool_id\030\001 \001(\t\022\021\n\ttool_n" +
+      "ame\030\002 \001(\t\022\017\n\007unwound\030\003 \001(\010\"\217\001\n\014GraceOver" +
+      "run\022\017\n\007tool_id\030\001 \001(\t\022\021\n\ttool_name\030\002 \001(\t\022" +
+      "1\n\010behavior\030\003 \001(\0162\037.interrupt.v1.Interru" +
+      "ptBehavior\022(\n\005grace\030\004 \001(\0132\031.google.proto" +
+      "buf.Duration\"q\n\025ProcessGroupSignalled\022\017\n" +
+      "\007tool_id\030\001 \001(\t\022\025\n\rterminator_id\030\002 \001(\t\022\014\n" +
+      "\004pgid\030\003 \001(\005\022\016\n\006signal\030\004 \001(\005\022\022\n\nescalatio" +
+      "n\030\005 \001(\010\"t\n\020ProcessGroupGone\022\017\n\007tool_id\030\001" +
+      " \001(\t\022\025\n\rterminator_id\030\002 \001(\t\022\014\n\004pgid\030\003 \001(" +
+      "\005\022*\n\007latency\030\004 \001(\0132\031.google.protobuf.Dur" +
+      "ation\"K\n\020TerminatorFailed\022\017\n\007tool_id\030\001 \001" +
+      "(\t\022\025\n\rterminator_id\030\002 \001(\t\022\017\n\007message\030\003 \001" +
+      "(\t\">\n\016ExecutionEnded\022,\n\010ended_at\030\001 \001(\0132\032" +
+      ".google.protobuf.Timestamp\"\253\002\n\013ToolMessa" +
+      "ge\022$\n\005hello\030\001 \001(\0132\023.interrupt.v1.HelloH\000" +
+      "\022?\n\023register_terminator\030\002 \001(\0132 .interrup" +
+      "t.v1.RegisterTerminatorH\000\022C\n\025unregister_" +
+      "terminator\030\003 \001(\0132\".interrupt.v1.Unregist" +
+      "erTerminatorH\000\022(\n\007unwound\030\004 \001(\0132\025.interr" +
+      "upt.v1.UnwoundH\000\022;\n\021terminator_result\030\005 " +
+      "\001(\0132\036.interrupt.v1.TerminatorResultH\000B\t\n" +
+      "\007message\"\230\001\n\005Hello\022\024\n\014attach_token\030\001 \001(\t" +
+      "\022\021\n\ttool_name\030\002 \001(\t\022\024\n\014tool_call_id\030\003 \001(" +
+      "\t\0221\n\010behavior\030\004 \001(\0162\037.interrupt.v1.Inter" +
+      "ruptBehavior\022\013\n\003pid\030\005 \001(\005\022\020\n\010doorbell\030\006 " +
+      "\001(\010\"\250\001\n\022RegisterTerminator\022\025\n\rterminator" +
+      "_id\030\001 \001(\t\0224\n\010callback\030\002 \001(\0132 .interrupt." +
+      "v1.CallbackTerminatorH\000\022=\n\rprocess_group" +
+      "\030\003 \001(\0132$.interrupt.v1.ProcessGroupTermin" +
+      "atorH\000B\006\n\004kind\"\024\n\022CallbackTerminator\"e\n\026" +
+      "ProcessGroupTerminator\022\014\n\004pgid\030\001 \001(\005\022\016\n\006" +
+      "signal\030\002 \001(\005\022-\n\nkill_after\030\003 \001(\0132\031.googl" +
+      "e.protobuf.Duration\"-\n\024UnregisterTermina" +
+      "tor\022\025\n\rterminator_id\030\001 \001(\t\"E\n\007Unwound\022*\n" +
+      "\007outcome\030\001 \001(\0162\031.interrupt.v1.ToolOutcom" +
+      "e\022\016\n\006detail\030\002 \001(\t\"8\n\020TerminatorResult\022\025\n" +
+      "\rterminator_id\030\001 \001(\t\022\r\n\005error\030\002 \001(\t\"\341\002\n\016" +
+      "SidecarMessage\022*\n\010attached\030\001 \001(\0132\026.inter" +
+      "rupt.v1.AttachedH\000\022&\n\006cancel\030\002 \001(\0132\024.int" +
+      "errupt.v1.CancelH\000\0225\n\016run_terminator\030\003 \001" +
+      "(\0132\033.interrupt.v1.RunTerminatorH\000\022C\n\025ter" +
+      "minator_registered\030\004 \001(\0132\".interrupt.v1." +
+      "TerminatorRegisteredH\000\022+\n\005error\030\005 \001(\0132\032." +
+      "interrupt.v1.ChannelErrorH\000\022G\n\027terminato" +
+      "r_unregistered\030\006 \001(\0132$.interrupt.v1.Term" +
+      "inatorUnregisteredH\000B\t\n\007message\"\307\001\n\010Atta" +
+      "ched\022\024\n\014execution_id\030\001 \001(\t\022\021\n\tcancelled\030" +
+      "\002 \001(\010\022-\n\006reason\030\003 \001(\0162\035.interrupt.v1.Int" +
+      "erruptReason\022\017\n\007tool_id\030\004 \001(\t\022(\n\005grace\030\005" +
+      " \001(\0132\031.google.protobuf.Duration\022(\n\010doorb" +
+      "ell\030\006 \001(\0132\026.interrupt.v1.Doorbell\"\'\n\010Doo" +
+      "rbell\022\014\n\004path\030\001 \001(\t\022\r\n\005token\030\002 \001(\t\"\253\001\n\006C" +
+      "ancel\022-\n\006reason\030\001 \001(\0162\035.interrupt.v1.Int" +
+      "erruptReason\022\016\n\006detail\030\002 \001(\t\022.\n\ntripped_" +
+      "at\030\003 \001(\0132\032.google.protobuf.Timestamp\0222\n\016" +
+      "grace_deadline\030\004 \001(\0132\032.google.protobuf.T" +
+      "imestamp\"&\n\rRunTerminator\022\025\n\rterminator_" +
+      "id\030\001 \001(\t\"-\n\024TerminatorRegistered\022\025\n\rterm" +
+      "inator_id\030\001 \001(\t\"/\n\026TerminatorUnregistere" +
+      "d\022\025\n\rterminator_id\030\001 \001(\t\"D\n\014ChannelError" +
+      "\022\014\n\004code\030\001 \001(\005\022\017\n\007message\030\002 \001(\t\022\025\n\rtermi" +
+      "nator_id\030\003 \001(\t*\334\001\n\021InterruptBehavior\022\"\n\036" +
+      "INTERRUPT_BEHAVIOR_UNSPECIFIED\020\000\022(\n$INTE" +
+      "RRUPT_BEHAVIOR_NON_INTERRUPTIBLE\020\001\022\"\n\036IN" +
+      "TERRUPT_BEHAVIOR_COOPERATIVE\020\002\022\'\n#INTERR" +
+      "UPT_BEHAVIOR_THREAD_INTERRUPT\020\003\022,\n(INTER" +
+      "RUPT_BEHAVIOR_EXTERNALLY_TERMINATED\020\004*\200\003" +
+      "\n\017InterruptReason\022 \n\034INTERRUPT_REASON_UN" +
+      "SPECIFIED\020\000\022 \n\034INTERRUPT_REASON_USER_SIG" +
+      "INT\020\001\022\'\n#INTERRUPT_REASON_NOW_PRIORITY_I" +
+      "NPUT\020\002\022$\n INTERRUPT_REASON_BUDGET_EXCEED" +
+      "ED\020\003\022%\n!INTERRUPT_REASON_PARENT_CANCELLE" +
+      "D\020\004\022#\n\037INTERRUPT_REASON_TASK_CANCELLED\020\005" +
+      "\022$\n INTERRUPT_REASON_SYSTEM_SHUTDOWN\020\006\022\037" +
+      "\n\033INTERRUPT_REASON_LEASE_LOST\020\007\022%\n!INTER" +
+      "RUPT_REASON_SESSION_RELEASED\020\010\022 \n\034INTERR" +
+      "UPT_REASON_HOLDER_LOST\020\t*~\n\013ToolOutcome\022" +
+      "\034\n\030TOOL_OUTCOME_UNSPECIFIED\020\000\022\032\n\026TOOL_OU" +
+      "TCOME_COMPLETED\020\001\022\034\n\030TOOL_OUTCOME_INTERR" +
+      "UPTED\020\002\022\027\n\023TOOL_OUTCOME_FAILED\020\0032\357\004\n\022Coo" +
+      "rdinatorService\022[\n\016BeginExecution\022#.inte" +
+      "rrupt.v1.BeginExecutionRequest\032$.interru" +
+      "pt.v1.BeginExecutionResponse\022L\n\tInterrup" +
+      "t\022\036.interrupt.v1.InterruptRequest\032\037.inte" +
+      "rrupt.v1.InterruptResponse\022U\n\014EndExecuti" +
+      "on\022!.interrupt.v1.EndExecutionRequest\032\"." +
+      "interrupt.v1.EndExecutionResponse\022L\n\tKee" +
+      "pAlive\022\036.interrupt.v1.KeepAliveRequest\032\037" +
+      ".interrupt.v1.KeepAliveResponse\022U\n\014GetEx" +
+      "ecution\022!.interrupt.v1.GetExecutionReque" +
+      "st\032\".interrupt.v1.GetExecutionResponse\022[" +
+      "\n\016ListExecutions\022#.interrupt.v1.ListExec" +
+      "utionsRequest\032$.interrupt.v1.ListExecuti" +
+      "onsResponse\022U\n\016WatchExecution\022#.interrup" +
+      "t.v1.WatchExecutionRequest\032\034.interrupt.v" +
+      "1.ExecutionEvent0\0012[\n\022ToolChannelService" +
+      "\022E\n\006Attach\022\031.interrupt.v1.ToolMessage\032\034." +
+      "interrupt.v1.SidecarMessage(\0010\001b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -44049,7 +46242,7 @@ java.lang.String defaultValue) {
     internal_static_interrupt_v1_ListExecutionsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ListExecutionsRequest_descriptor,
-        new java.lang.String[] { "ContextId", "IncludeEnded", });
+        new java.lang.String[] { "ContextId", "IncludeEnded", "IncludeTools", });
     internal_static_interrupt_v1_ListExecutionsResponse_descriptor =
       getDescriptor().getMessageType(13);
     internal_static_interrupt_v1_ListExecutionsResponse_fieldAccessorTable = new
@@ -44067,165 +46260,171 @@ java.lang.String defaultValue) {
     internal_static_interrupt_v1_Execution_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_Execution_descriptor,
-        new java.lang.String[] { "ExecutionId", "Cancelled", "Reason", "TrippedAt", "Ended", "ParentExecutionId", "ContextId", "Detail", "BegunAt", "EndedAt", "Grace", "Budget", "LeaseTtl", "Labels", "AttachedTools", "GraceOverruns", "Holders", "SessionId", "TaskId", "RemoteParent", });
+        new java.lang.String[] { "ExecutionId", "Cancelled", "Reason", "TrippedAt", "Ended", "ParentExecutionId", "ContextId", "Detail", "BegunAt", "EndedAt", "Grace", "Budget", "LeaseTtl", "Labels", "AttachedTools", "GraceOverruns", "Holders", "SessionId", "TaskId", "RemoteParent", "Tools", });
     internal_static_interrupt_v1_Execution_LabelsEntry_descriptor =
       internal_static_interrupt_v1_Execution_descriptor.getNestedType(0);
     internal_static_interrupt_v1_Execution_LabelsEntry_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_Execution_LabelsEntry_descriptor,
         new java.lang.String[] { "Key", "Value", });
-    internal_static_interrupt_v1_ExecutionEvent_descriptor =
+    internal_static_interrupt_v1_AttachedTool_descriptor =
       getDescriptor().getMessageType(16);
+    internal_static_interrupt_v1_AttachedTool_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_interrupt_v1_AttachedTool_descriptor,
+        new java.lang.String[] { "ToolId", "ToolName", "ToolCallId", "Behavior", "Pid", "AttachedAt", "Unwound", "Outcome", "GraceOverrun", });
+    internal_static_interrupt_v1_ExecutionEvent_descriptor =
+      getDescriptor().getMessageType(17);
     internal_static_interrupt_v1_ExecutionEvent_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ExecutionEvent_descriptor,
         new java.lang.String[] { "ExecutionId", "OccurredAt", "Sequence", "Snapshot", "Tripped", "ToolAttached", "ToolUnwound", "GraceOverrun", "ProcessGroupSignalled", "ProcessGroupGone", "Ended", "ToolDetached", "TerminatorFailed", "Event", });
     internal_static_interrupt_v1_ExecutionTripped_descriptor =
-      getDescriptor().getMessageType(17);
+      getDescriptor().getMessageType(18);
     internal_static_interrupt_v1_ExecutionTripped_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ExecutionTripped_descriptor,
         new java.lang.String[] { "Reason", "Detail", "TrippedAt", "GraceDeadline", });
     internal_static_interrupt_v1_ToolAttached_descriptor =
-      getDescriptor().getMessageType(18);
+      getDescriptor().getMessageType(19);
     internal_static_interrupt_v1_ToolAttached_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ToolAttached_descriptor,
         new java.lang.String[] { "ToolId", "ToolName", "ToolCallId", "Behavior", "Pid", });
     internal_static_interrupt_v1_ToolUnwound_descriptor =
-      getDescriptor().getMessageType(19);
+      getDescriptor().getMessageType(20);
     internal_static_interrupt_v1_ToolUnwound_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ToolUnwound_descriptor,
         new java.lang.String[] { "ToolId", "ToolName", "Outcome", "Latency", "Behavior", });
     internal_static_interrupt_v1_ToolDetached_descriptor =
-      getDescriptor().getMessageType(20);
+      getDescriptor().getMessageType(21);
     internal_static_interrupt_v1_ToolDetached_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ToolDetached_descriptor,
         new java.lang.String[] { "ToolId", "ToolName", "Unwound", });
     internal_static_interrupt_v1_GraceOverrun_descriptor =
-      getDescriptor().getMessageType(21);
+      getDescriptor().getMessageType(22);
     internal_static_interrupt_v1_GraceOverrun_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_GraceOverrun_descriptor,
         new java.lang.String[] { "ToolId", "ToolName", "Behavior", "Grace", });
     internal_static_interrupt_v1_ProcessGroupSignalled_descriptor =
-      getDescriptor().getMessageType(22);
+      getDescriptor().getMessageType(23);
     internal_static_interrupt_v1_ProcessGroupSignalled_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ProcessGroupSignalled_descriptor,
         new java.lang.String[] { "ToolId", "TerminatorId", "Pgid", "Signal", "Escalation", });
     internal_static_interrupt_v1_ProcessGroupGone_descriptor =
-      getDescriptor().getMessageType(23);
+      getDescriptor().getMessageType(24);
     internal_static_interrupt_v1_ProcessGroupGone_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ProcessGroupGone_descriptor,
         new java.lang.String[] { "ToolId", "TerminatorId", "Pgid", "Latency", });
     internal_static_interrupt_v1_TerminatorFailed_descriptor =
-      getDescriptor().getMessageType(24);
+      getDescriptor().getMessageType(25);
     internal_static_interrupt_v1_TerminatorFailed_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_TerminatorFailed_descriptor,
         new java.lang.String[] { "ToolId", "TerminatorId", "Message", });
     internal_static_interrupt_v1_ExecutionEnded_descriptor =
-      getDescriptor().getMessageType(25);
+      getDescriptor().getMessageType(26);
     internal_static_interrupt_v1_ExecutionEnded_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ExecutionEnded_descriptor,
         new java.lang.String[] { "EndedAt", });
     internal_static_interrupt_v1_ToolMessage_descriptor =
-      getDescriptor().getMessageType(26);
+      getDescriptor().getMessageType(27);
     internal_static_interrupt_v1_ToolMessage_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ToolMessage_descriptor,
         new java.lang.String[] { "Hello", "RegisterTerminator", "UnregisterTerminator", "Unwound", "TerminatorResult", "Message", });
     internal_static_interrupt_v1_Hello_descriptor =
-      getDescriptor().getMessageType(27);
+      getDescriptor().getMessageType(28);
     internal_static_interrupt_v1_Hello_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_Hello_descriptor,
         new java.lang.String[] { "AttachToken", "ToolName", "ToolCallId", "Behavior", "Pid", "Doorbell", });
     internal_static_interrupt_v1_RegisterTerminator_descriptor =
-      getDescriptor().getMessageType(28);
+      getDescriptor().getMessageType(29);
     internal_static_interrupt_v1_RegisterTerminator_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_RegisterTerminator_descriptor,
         new java.lang.String[] { "TerminatorId", "Callback", "ProcessGroup", "Kind", });
     internal_static_interrupt_v1_CallbackTerminator_descriptor =
-      getDescriptor().getMessageType(29);
+      getDescriptor().getMessageType(30);
     internal_static_interrupt_v1_CallbackTerminator_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_CallbackTerminator_descriptor,
         new java.lang.String[] { });
     internal_static_interrupt_v1_ProcessGroupTerminator_descriptor =
-      getDescriptor().getMessageType(30);
+      getDescriptor().getMessageType(31);
     internal_static_interrupt_v1_ProcessGroupTerminator_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ProcessGroupTerminator_descriptor,
         new java.lang.String[] { "Pgid", "Signal", "KillAfter", });
     internal_static_interrupt_v1_UnregisterTerminator_descriptor =
-      getDescriptor().getMessageType(31);
+      getDescriptor().getMessageType(32);
     internal_static_interrupt_v1_UnregisterTerminator_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_UnregisterTerminator_descriptor,
         new java.lang.String[] { "TerminatorId", });
     internal_static_interrupt_v1_Unwound_descriptor =
-      getDescriptor().getMessageType(32);
+      getDescriptor().getMessageType(33);
     internal_static_interrupt_v1_Unwound_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_Unwound_descriptor,
         new java.lang.String[] { "Outcome", "Detail", });
     internal_static_interrupt_v1_TerminatorResult_descriptor =
-      getDescriptor().getMessageType(33);
+      getDescriptor().getMessageType(34);
     internal_static_interrupt_v1_TerminatorResult_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_TerminatorResult_descriptor,
         new java.lang.String[] { "TerminatorId", "Error", });
     internal_static_interrupt_v1_SidecarMessage_descriptor =
-      getDescriptor().getMessageType(34);
+      getDescriptor().getMessageType(35);
     internal_static_interrupt_v1_SidecarMessage_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_SidecarMessage_descriptor,
         new java.lang.String[] { "Attached", "Cancel", "RunTerminator", "TerminatorRegistered", "Error", "TerminatorUnregistered", "Message", });
     internal_static_interrupt_v1_Attached_descriptor =
-      getDescriptor().getMessageType(35);
+      getDescriptor().getMessageType(36);
     internal_static_interrupt_v1_Attached_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_Attached_descriptor,
         new java.lang.String[] { "ExecutionId", "Cancelled", "Reason", "ToolId", "Grace", "Doorbell", });
     internal_static_interrupt_v1_Doorbell_descriptor =
-      getDescriptor().getMessageType(36);
+      getDescriptor().getMessageType(37);
     internal_static_interrupt_v1_Doorbell_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_Doorbell_descriptor,
         new java.lang.String[] { "Path", "Token", });
     internal_static_interrupt_v1_Cancel_descriptor =
-      getDescriptor().getMessageType(37);
+      getDescriptor().getMessageType(38);
     internal_static_interrupt_v1_Cancel_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_Cancel_descriptor,
         new java.lang.String[] { "Reason", "Detail", "TrippedAt", "GraceDeadline", });
     internal_static_interrupt_v1_RunTerminator_descriptor =
-      getDescriptor().getMessageType(38);
+      getDescriptor().getMessageType(39);
     internal_static_interrupt_v1_RunTerminator_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_RunTerminator_descriptor,
         new java.lang.String[] { "TerminatorId", });
     internal_static_interrupt_v1_TerminatorRegistered_descriptor =
-      getDescriptor().getMessageType(39);
+      getDescriptor().getMessageType(40);
     internal_static_interrupt_v1_TerminatorRegistered_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_TerminatorRegistered_descriptor,
         new java.lang.String[] { "TerminatorId", });
     internal_static_interrupt_v1_TerminatorUnregistered_descriptor =
-      getDescriptor().getMessageType(40);
+      getDescriptor().getMessageType(41);
     internal_static_interrupt_v1_TerminatorUnregistered_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_TerminatorUnregistered_descriptor,
         new java.lang.String[] { "TerminatorId", });
     internal_static_interrupt_v1_ChannelError_descriptor =
-      getDescriptor().getMessageType(41);
+      getDescriptor().getMessageType(42);
     internal_static_interrupt_v1_ChannelError_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_interrupt_v1_ChannelError_descriptor,

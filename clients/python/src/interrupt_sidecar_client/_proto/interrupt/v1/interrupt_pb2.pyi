@@ -511,19 +511,23 @@ class ListExecutionsRequest(_message.Message):
 
     CONTEXT_ID_FIELD_NUMBER: _builtins.int
     INCLUDE_ENDED_FIELD_NUMBER: _builtins.int
+    INCLUDE_TOOLS_FIELD_NUMBER: _builtins.int
     context_id: _builtins.str
     """When set, only executions of this context."""
     include_ended: _builtins.bool
     """Include recently ended executions the daemon still remembers."""
+    include_tools: _builtins.bool
+    """Fill each execution's tools (the tool streams attached now)."""
     def __init__(
         self,
         *,
         context_id: _builtins.str = ...,
         include_ended: _builtins.bool = ...,
+        include_tools: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["context_id", b"context_id", "include_ended", b"include_ended"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["context_id", b"context_id", "include_ended", b"include_ended", "include_tools", b"include_tools"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -623,6 +627,7 @@ class Execution(_message.Message):
     SESSION_ID_FIELD_NUMBER: _builtins.int
     TASK_ID_FIELD_NUMBER: _builtins.int
     REMOTE_PARENT_FIELD_NUMBER: _builtins.int
+    TOOLS_FIELD_NUMBER: _builtins.int
     execution_id: _builtins.str
     cancelled: _builtins.bool
     reason: Global___InterruptReason.ValueType
@@ -657,6 +662,13 @@ class Execution(_message.Message):
     def remote_parent(self) -> Global___RemoteParent:
         """The parent in another daemon, without its credential."""
 
+    @_builtins.property
+    def tools(self) -> _containers.RepeatedCompositeFieldContainer[Global___AttachedTool]:
+        """The tool streams attached now (attached_tools of them), in attach order.
+        Filled in GetExecution, in the snapshot that starts a WatchExecution, and in
+        ListExecutions with include_tools; empty in the other answers.
+        """
+
     def __init__(
         self,
         *,
@@ -680,14 +692,66 @@ class Execution(_message.Message):
         session_id: _builtins.str = ...,
         task_id: _builtins.str = ...,
         remote_parent: Global___RemoteParent | None = ...,
+        tools: _abc.Iterable[Global___AttachedTool] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["begun_at", b"begun_at", "budget", b"budget", "ended_at", b"ended_at", "grace", b"grace", "lease_ttl", b"lease_ttl", "remote_parent", b"remote_parent", "tripped_at", b"tripped_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attached_tools", b"attached_tools", "begun_at", b"begun_at", "budget", b"budget", "cancelled", b"cancelled", "context_id", b"context_id", "detail", b"detail", "ended", b"ended", "ended_at", b"ended_at", "execution_id", b"execution_id", "grace", b"grace", "grace_overruns", b"grace_overruns", "holders", b"holders", "labels", b"labels", "lease_ttl", b"lease_ttl", "parent_execution_id", b"parent_execution_id", "reason", b"reason", "remote_parent", b"remote_parent", "session_id", b"session_id", "task_id", b"task_id", "tripped_at", b"tripped_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attached_tools", b"attached_tools", "begun_at", b"begun_at", "budget", b"budget", "cancelled", b"cancelled", "context_id", b"context_id", "detail", b"detail", "ended", b"ended", "ended_at", b"ended_at", "execution_id", b"execution_id", "grace", b"grace", "grace_overruns", b"grace_overruns", "holders", b"holders", "labels", b"labels", "lease_ttl", b"lease_ttl", "parent_execution_id", b"parent_execution_id", "reason", b"reason", "remote_parent", b"remote_parent", "session_id", b"session_id", "task_id", b"task_id", "tools", b"tools", "tripped_at", b"tripped_at"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Execution: _TypeAlias = Execution  # noqa: Y015
+
+@_typing.final
+class AttachedTool(_message.Message):
+    """A tool stream attached to an execution: what its ToolAttached event said, and
+    how far it has got since.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOOL_ID_FIELD_NUMBER: _builtins.int
+    TOOL_NAME_FIELD_NUMBER: _builtins.int
+    TOOL_CALL_ID_FIELD_NUMBER: _builtins.int
+    BEHAVIOR_FIELD_NUMBER: _builtins.int
+    PID_FIELD_NUMBER: _builtins.int
+    ATTACHED_AT_FIELD_NUMBER: _builtins.int
+    UNWOUND_FIELD_NUMBER: _builtins.int
+    OUTCOME_FIELD_NUMBER: _builtins.int
+    GRACE_OVERRUN_FIELD_NUMBER: _builtins.int
+    tool_id: _builtins.str
+    tool_name: _builtins.str
+    tool_call_id: _builtins.str
+    behavior: Global___InterruptBehavior.ValueType
+    pid: _builtins.int
+    unwound: _builtins.bool
+    """True once the tool reported Unwound (its stream closes soon after)."""
+    outcome: Global___ToolOutcome.ValueType
+    """How its run ended, once unwound."""
+    grace_overrun: _builtins.bool
+    """True when it overran the grace after the trip."""
+    @_builtins.property
+    def attached_at(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        tool_id: _builtins.str = ...,
+        tool_name: _builtins.str = ...,
+        tool_call_id: _builtins.str = ...,
+        behavior: Global___InterruptBehavior.ValueType = ...,
+        pid: _builtins.int = ...,
+        attached_at: _timestamp_pb2.Timestamp | None = ...,
+        unwound: _builtins.bool = ...,
+        outcome: Global___ToolOutcome.ValueType = ...,
+        grace_overrun: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["attached_at", b"attached_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attached_at", b"attached_at", "behavior", b"behavior", "grace_overrun", b"grace_overrun", "outcome", b"outcome", "pid", b"pid", "tool_call_id", b"tool_call_id", "tool_id", b"tool_id", "tool_name", b"tool_name", "unwound", b"unwound"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AttachedTool: _TypeAlias = AttachedTool  # noqa: Y015
 
 @_typing.final
 class ExecutionEvent(_message.Message):
