@@ -17,8 +17,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from interrupt_sidecar_client import EventKind, InterruptBehavior, InterruptReason, aio
+from interrupt_sidecar_client import EventKind, InterruptBehavior, InterruptReason
+
+if TYPE_CHECKING:  # the asyncio client (grpc.aio) is loaded by the demo only, not by every command
+    from interrupt_sidecar_client import aio
 
 READY_TIMEOUT_S = 20.0
 
@@ -68,6 +72,8 @@ def _readline(stream: object, timeout: float) -> str:
 
 
 async def _demo(address: str, interrupts: int) -> None:
+    from interrupt_sidecar_client import aio
+
     async with aio.AsyncCoordinator(address) as coordinator:
         await _cooperative_tool(coordinator, address)
         await _process_group(coordinator, address)
@@ -75,6 +81,8 @@ async def _demo(address: str, interrupts: int) -> None:
 
 
 async def _cooperative_tool(coordinator: aio.AsyncCoordinator, address: str) -> None:
+    from interrupt_sidecar_client import aio
+
     """A cooperative tool waits on its signal and unwinds; the daemon measures the unwind."""
     turn = await coordinator.begin(context_id="demo")
     watch = coordinator.watch(turn.execution_id)
@@ -103,6 +111,8 @@ async def _cooperative_tool(coordinator: aio.AsyncCoordinator, address: str) -> 
 
 
 async def _process_group(coordinator: aio.AsyncCoordinator, address: str) -> None:
+    from interrupt_sidecar_client import aio
+
     """An externally terminated tool hands over a process group; the daemon kills it."""
     turn = await coordinator.begin(context_id="demo")
     watch = coordinator.watch(turn.execution_id)
@@ -129,6 +139,8 @@ async def _process_group(coordinator: aio.AsyncCoordinator, address: str) -> Non
 
 
 async def _delivery_latency(coordinator: aio.AsyncCoordinator, address: str, interrupts: int) -> None:
+    from interrupt_sidecar_client import aio
+
     """Interrupt call → the tool's client has the cancel, one attached tool per execution."""
     samples: list[float] = []
     for _ in range(interrupts):

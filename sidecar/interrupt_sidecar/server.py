@@ -14,14 +14,13 @@ import socket
 import stat
 import sys
 from pathlib import Path
-from wsgiref.simple_server import WSGIServer
+from typing import TYPE_CHECKING
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
-from prometheus_client import CollectorRegistry, disable_created_metrics, start_http_server
 
 from interrupt_sidecar.config import ListenAddress, ServeConfig
 from interrupt_sidecar.domain.coordinator import Coordinator
@@ -29,7 +28,6 @@ from interrupt_sidecar.domain.types import InterruptReason, SystemClock
 from interrupt_sidecar.errors import SidecarError, Unavailable
 from interrupt_sidecar.federation import RemoteParentFollower
 from interrupt_sidecar.gc_pacer import GcPacer
-from interrupt_sidecar.metrics import PrometheusObserver
 from interrupt_sidecar.osedge.journal import Journal, JournalError
 from interrupt_sidecar.osedge.process_groups import ProcessGroups
 from interrupt_sidecar.runtime.observer import NOOP_OBSERVER, TripObserver
@@ -40,6 +38,11 @@ from interrupt_sidecar.services.auth import CoordinatorAuth
 from interrupt_sidecar.services.coordinator import CoordinatorService
 from interrupt_sidecar.services.doorbell import DoorbellListener
 from interrupt_sidecar.services.tool_channel import ToolChannelService
+
+if TYPE_CHECKING:
+    from wsgiref.simple_server import WSGIServer
+
+    from interrupt_sidecar.metrics import PrometheusObserver
 
 log = logging.getLogger("sidecar")
 
@@ -80,14 +83,18 @@ class Daemon:
         self.clock = SystemClock()
         self.process_groups = ProcessGroups(allowed_uids=frozenset({os.getuid(), *config.allow_uids}))
         self.hub = WatchHub(self.clock)
-        # Metrics off means no registry at all: the trip path then calls a no-op.
+        # Metrics off means no registry at all (prometheus_client is not even imported:
+        # it is a fifth of the daemon's memory): the trip path then calls a no-op.
+        self.metrics: PrometheusObserver | None = None
         if config.metrics_listen is not None:
+            from prometheus_client import CollectorRegistry, disable_created_metrics
+
+            from interrupt_sidecar.metrics import PrometheusObserver
+
             # Prometheus 2.x stores each counter's _created sample as a series of its
             # own: it would double the series for nothing a query here uses.
             disable_created_metrics()  # type: ignore[no-untyped-call]
-        self.metrics: PrometheusObserver | None = (
-            PrometheusObserver(CollectorRegistry()) if config.metrics_listen is not None else None
-        )
+            self.metrics = PrometheusObserver(CollectorRegistry())
         observer: TripObserver = self.metrics if self.metrics is not None else NOOP_OBSERVER
         self.trip_path = TripPath(self.clock, self.process_groups, self.hub, observer)
         self.coordinator = Coordinator(self.trip_path, self.clock, default_grace_ns=config.grace_ns)
@@ -262,6 +269,8 @@ class Daemon:
         return address.grpc_target(port)
 
     def _start_metrics(self, address: ListenAddress) -> None:
+        from prometheus_client import start_http_server
+
         assert self.metrics is not None
         try:
             self._metrics_server, _ = start_http_server(address.port, addr=address.host, registry=self.metrics.registry)

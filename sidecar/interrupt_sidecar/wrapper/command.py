@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from interrupt_sidecar_client import InterruptBehavior
 
 from interrupt_sidecar.config import ConfigError, parse_duration
-from interrupt_sidecar.wrapper.exits import EXIT_INTERNAL, EXIT_USAGE, exec_failure_code
-from interrupt_sidecar.wrapper.spawn import FORWARDED_SIGNALS, become_subreaper, reset_signals_for_exec, spawn_gated
-from interrupt_sidecar.wrapper.supervisor import RunOptions, supervise
+from interrupt_sidecar.wrapper.direct import exec_command
+from interrupt_sidecar.wrapper.exits import EXIT_INTERNAL, EXIT_USAGE
+
+if TYPE_CHECKING:  # the supervised mode (asyncio, the client, grpc) is loaded when it runs
+    from interrupt_sidecar.wrapper.supervisor import RunOptions
 
 ADDRESS_ENV = "INTERRUPT_SIDECAR_ADDRESS"
 TOKEN_ENV = "INTERRUPT_SIDECAR_TOKEN"
@@ -85,6 +87,8 @@ def parse_signal(text: str) -> int:
 
 
 def _options(args: argparse.Namespace, token: str) -> RunOptions:
+    from interrupt_sidecar.wrapper.supervisor import RunOptions
+
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
@@ -129,19 +133,21 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def exec_unchanged(command: Sequence[str]) -> int:
-    """No-op mode: become the command (same pid, group, signals, streams). Returns only on failure."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    reset_signals_for_exec()
-    try:
-        os.execvp(command[0], list(command))
-    except OSError as error:
-        _say(f"cannot run {command[0]!r}: {error.strerror}")
-        return exec_failure_code(error)
+    """No-op mode: become the command (same pid, group, signals, streams). Returns only on failure.
+
+    Usually :mod:`interrupt_sidecar.entry` has already done this before argparse ran
+    (:mod:`interrupt_sidecar.wrapper.direct`); this is the same exec for the lines it left
+    to the full parser (e.g. ``--behavior COOPERATIVE`` without a token)."""
+    return exec_command(command)
 
 
 def run_supervised(options: RunOptions) -> int:
     """Start the command gated, then attach, register, release and supervise it."""
+    import asyncio
+
+    from interrupt_sidecar.wrapper.spawn import FORWARDED_SIGNALS, become_subreaper, spawn_gated
+    from interrupt_sidecar.wrapper.supervisor import supervise
+
     try:
         become_subreaper()
     except OSError as error:
