@@ -21,6 +21,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = command_without_token(args[1:])
         if command is not None:
             return exec_command(command)
+    if args[:1] == ["serve"]:
+        # No automatic collection while the daemon's modules load: nearly every object
+        # they make lives as long as the process. serve() collects once and re-enables
+        # the collector right after it prints "ready" (server._tune_garbage_collector).
+        import gc
+
+        gc.disable()
     from interrupt_sidecar.cli import main as cli_main
 
     return cli_main(args)

@@ -9,8 +9,6 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from interrupt_sidecar_client import InterruptBehavior
-
 from interrupt_sidecar.config import ConfigError, parse_duration
 from interrupt_sidecar.wrapper.direct import exec_command
 from interrupt_sidecar.wrapper.exits import EXIT_INTERNAL, EXIT_USAGE
@@ -23,11 +21,9 @@ TOKEN_ENV = "INTERRUPT_SIDECAR_TOKEN"
 
 #: The behaviours a wrapped executable can have. THREAD_INTERRUPT has no meaning for a
 #: process the wrapper does not run code in (its "signal to the worker" is COOPERATIVE's).
-BEHAVIORS = {
-    "EXTERNALLY_TERMINATED": InterruptBehavior.EXTERNALLY_TERMINATED,
-    "COOPERATIVE": InterruptBehavior.COOPERATIVE,
-    "NON_INTERRUPTIBLE": InterruptBehavior.NON_INTERRUPTIBLE,
-}
+#: Names of ``interrupt_sidecar_client.InterruptBehavior`` members (resolved when ``run``
+#: runs: every command builds this parser, and the client's types cost imports).
+BEHAVIORS = ("EXTERNALLY_TERMINATED", "COOPERATIVE", "NON_INTERRUPTIBLE")
 
 EPILOG = """\
 exit codes: the command's own code when it finished on its own (128+N when it died of
@@ -94,7 +90,9 @@ def _options(args: argparse.Namespace, token: str) -> RunOptions:
         command = command[1:]
     if not command:
         raise ConfigError("name the command to run: interrupt-sidecar run [OPTIONS] -- CMD ARGS...")
-    behavior = BEHAVIORS[args.behavior]
+    from interrupt_sidecar_client import InterruptBehavior
+
+    behavior = InterruptBehavior[args.behavior]
     kill_after = None
     if args.kill_after is not None:
         if behavior is not InterruptBehavior.EXTERNALLY_TERMINATED:
