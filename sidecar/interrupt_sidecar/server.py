@@ -40,9 +40,8 @@ from interrupt_sidecar.services.doorbell import DoorbellListener
 from interrupt_sidecar.services.tool_channel import ToolChannelService
 
 if TYPE_CHECKING:
-    from wsgiref.simple_server import WSGIServer
-
     from interrupt_sidecar.metrics import PrometheusObserver
+    from interrupt_sidecar.metrics.exposition import MetricsServer
 
 log = logging.getLogger("sidecar")
 
@@ -107,7 +106,7 @@ class Daemon:
         self.addresses: list[str] = []
         self._servers: list[grpc.aio.Server] = []
         self._tool_channel = ToolChannelService(self.coordinator, self.trip_path, self.hub, self.process_groups)
-        self._metrics_server: WSGIServer | None = None
+        self._metrics_server: MetricsServer | None = None
         self._state_lock: int | None = None
         self._health_server: grpc.aio.Server | None = None
 
@@ -269,18 +268,17 @@ class Daemon:
         return address.grpc_target(port)
 
     def _start_metrics(self, address: ListenAddress) -> None:
-        from prometheus_client import start_http_server
+        from interrupt_sidecar.metrics.exposition import MetricsServer
 
         assert self.metrics is not None
         try:
-            self._metrics_server, _ = start_http_server(address.port, addr=address.host, registry=self.metrics.registry)
+            self._metrics_server = MetricsServer(address.host, address.port, self.metrics.registry)
         except OSError as err:
             raise StartupError(f"cannot serve metrics on {address.grpc_target()}: {err}") from err
 
     def _stop_metrics(self) -> None:
         if self._metrics_server is not None:
-            self._metrics_server.shutdown()
-            self._metrics_server.server_close()
+            self._metrics_server.close()
             self._metrics_server = None
 
     async def shutdown(self) -> None:
