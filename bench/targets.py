@@ -182,11 +182,12 @@ def footprint_checks(fp: dict[str, Any] | None) -> list[Check]:
         e = s[name]
         out.append(
             Check(
-                f"footprint: idle {name} ≤ 2 wake-ups/s, 0.0% CPU",
+                f"footprint: idle {name} ≤ 2 wake-ups/s, 0.0% CPU (to one decimal)",
                 f"{e['wakeups_per_s']:.1f}/s (floor {floor['wakeups_per_s']:.1f}; loop thread "
                 f"{e['loop_thread_wakeups_per_s']:.1f} vs {floor['loop_thread_wakeups_per_s']:.1f}), "
                 f"CPU {e['cpu_percent']:.2f}%",
-                e["wakeups_per_s"] <= 2 and e["cpu_percent"] < 0.05,
+                # CPU is read in clock ticks: one tick over a 20 s window is 0.05%.
+                e["wakeups_per_s"] <= 2 and e["cpu_percent"] < 0.1,
             )
         )
     nt, tk = c["run_no_token"]["over_floor_ms"], c["run_token"]["over_floor_ms"]
