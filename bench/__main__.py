@@ -15,7 +15,7 @@ from typing import Any
 from bench import procs, report
 from bench.context import Context, Options
 
-PARTS = ("delivery", "fanout", "load", "kill", "turns", "memory", "poller", "cascade")
+PARTS = ("delivery", "fanout", "load", "kill", "turns", "memory", "poller", "cascade", "footprint")
 
 
 def parse(argv: list[str] | None) -> Options:
@@ -49,6 +49,9 @@ def parse(argv: list[str] | None) -> Options:
         "--memory-turns", type=int, help="turns in each of the memory part's two churn rounds; default 5000, quick 200"
     )
     p.add_argument("--poller-trials", type=int, help="detections per repeat; default 1000, quick 100")
+    p.add_argument("--footprint-starts", type=int, help="fresh starts of each server; default 5, quick 2")
+    p.add_argument("--footprint-trials", type=int, help="runs of each command; default 10, quick 3")
+    p.add_argument("--footprint-idle-seconds", type=float, help="idle window for wake-ups and CPU; default 20, quick 2")
     p.add_argument(
         "--profile", action="store_true", help="also profile the daemon with py-spy (needs the [bench] extra)"
     )
@@ -100,6 +103,9 @@ def parse(argv: list[str] | None) -> Options:
         memory_streams=[int(x) for x in pick(a.memory_streams, "1000,5000", "100,200").split(",")],
         memory_turns=pick(a.memory_turns, 5000, 200),
         poller_trials=pick(a.poller_trials, 1000, 100),
+        footprint_starts=pick(a.footprint_starts, 5, 2),
+        footprint_trials=pick(a.footprint_trials, 10, 3),
+        footprint_idle_seconds=pick(a.footprint_idle_seconds, 20.0, 2.0),
         profile=a.profile,
         plots=not a.no_plots,
         out=a.out,

@@ -33,6 +33,9 @@ class Options:
     memory_streams: list[int]
     memory_turns: int
     poller_trials: int
+    footprint_starts: int
+    footprint_trials: int
+    footprint_idle_seconds: float
     profile: bool
     plots: bool
     out: str

@@ -2,10 +2,11 @@
 
 py-spy (from the ``[bench]`` extra) attaches to a fresh daemon by PID (``--nonblocking``, so
 the daemon is not paused) while one workload runs: single-tool delivery (busy), fan-out to
-1,000 tools, polite kills. Each profile is summarised as the functions with the most
-samples on-CPU, self and inclusive (frames under ``interrupt_sidecar/`` and the grpc/asyncio frames
-they sit on), and kept in ``bench/results/profile-<workload>.txt`` (collapsed stacks, the
-input of flamegraph tools)."""
+1,000 tools, polite kills, and the load part's steady interrupts (``--load-*`` options).
+Each profile is summarised as the functions with the most samples on-CPU, self and
+inclusive (frames under ``interrupt_sidecar/`` and the grpc/asyncio frames they sit on),
+and kept in ``bench/results/profile-<workload>.txt`` (collapsed stacks, the input of
+flamegraph tools)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from typing import Any
 
 from bench.clients import DaemonTarget
 from bench.context import Context
-from bench.parts import delivery, fanout
+from bench.parts import delivery, fanout, load
 from bench.procs import ROOT, Server, start_daemon
 
 RATE = 400
@@ -87,7 +88,7 @@ def _short(frame: str) -> str:
     # "function (path/to/file.py:123)" → "function (file.py)" relative to the repo or site-packages.
     name, _, where = frame.partition(" (")
     path = where.rstrip(")").rsplit(":", 1)[0]
-    for marker in ("/work/main/", "site-packages/", "python3.11/"):
+    for marker in (f"{ROOT}/", "site-packages/", "python3.11/"):
         if marker in path:
             path = path.split(marker, 1)[1]
             break
@@ -110,6 +111,8 @@ async def _workload(ctx: Context, name: str, daemon: Server) -> None:
             stdout=asyncio.subprocess.DEVNULL, cwd=ROOT,
         )  # fmt: skip
         await proc.wait()
+    elif name == "load":
+        await load.measure(ctx, daemon, "daemon", random.Random(5))
 
 
 async def run(ctx: Context) -> dict[str, Any]:
@@ -120,7 +123,7 @@ async def run(ctx: Context) -> dict[str, Any]:
     out_dir = Path(ctx.options.out)
     os.makedirs(out_dir, exist_ok=True)
     result: dict[str, Any] = {}
-    for name in ("delivery", "fanout1000", "kill"):
+    for name in ("delivery", "fanout1000", "kill", "load"):
         daemon = start_daemon(ctx.options.loops[0], tcp=False)
         collapsed = out_dir / f"profile-{name}.txt"
         ctx.log(f"profile: {name} under py-spy ({RATE} Hz)")

@@ -225,6 +225,8 @@ def markdown(results: dict[str, Any]) -> str:
             f"| one daemon (same root, same run) | {_q(c['single_daemon'])} | — | — |",
             "",
         ]
+    if "footprint" in f:
+        lines += footprint_lines(f["footprint"])
     lines += ["## Targets", "", "| target | measured | |", "|---|---|---|"]
     for c in check(results, results["options"]["quick"]):
         lines.append(f"| {c.target} | {c.measured} | {c.mark()} |")
@@ -234,6 +236,64 @@ def markdown(results: dict[str, Any]) -> str:
     if results.get("notes"):
         lines += ["", "## Notes", ""] + [f"- {n}" for n in results["notes"]]
     return "\n".join(lines) + "\n"
+
+
+def footprint_lines(fp: dict[str, Any]) -> list[str]:
+    """Section 9: the servers beside the bare health server, the commands beside their floors."""
+    s, c = fp["servers"], fp["commands"]
+    floor = s["bare_health"]
+    lines = [
+        f"## 9. Footprint (servers on {fp['loop']}, RSS {fp['settle_s']:g} s after ready, idle over "
+        f"{fp['idle_seconds']:g} s with nothing connected)",
+        "",
+        "| server | exec → ready p50 (min–max) | ratio | RSS idle | ratio | threads | wake-ups/s (loop thread) "
+        "| idle CPU |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name in ("bare_health", "daemon_defaults", "daemon_chart"):
+        e = s[name]
+        r = e["ready_ms"]
+        lines.append(
+            f"| {name} | {r['p50']:.0f} ms ({r['min']:.0f}–{r['max']:.0f}) | "
+            + (f"{e['ratio_ready_p50']:.2f}×" if name != "bare_health" else "—")
+            + f" | {e['rss_kb'] / 1024:.1f} MiB | "
+            + (f"{e['ratio_rss']:.2f}×" if name != "bare_health" else "—")
+            + f" | {e['threads']:.0f} | {e['wakeups_per_s']:.1f} ({e['loop_thread_wakeups_per_s']:.1f}) "
+            f"| {e['cpu_percent']:.2f}% |"
+        )
+    lines += [
+        "",
+        "`bare_health`: `python -m bench.barehealth`, grpc.aio serving only grpc.health.v1 "
+        f"(floor {floor['ready_ms']['p50']:.0f} ms, {floor['rss_kb'] / 1024:.1f} MiB). "
+        f"`daemon_defaults`: `{c['cli']} serve --listen unix://…`; `daemon_chart`: plus "
+        "the chart's metrics, health listener and state directory. Wake-ups: context switches of every thread "
+        "(grpc's own timer, event-engine and lifeguard threads included), in brackets the event loop's thread.",
+        "",
+        f"| command (CMD = `{c['cmd']}`) | wall p50 | spawn → CMD running p50 | CMD → reaped p50 | over the bare spawn "
+        "(wall / start / exit) |",
+        "|---|---|---|---|---|",
+    ]
+    for name in ("bare_spawn", "run_no_token", "run_token"):
+        e = c[name]
+        over = e.get("over_floor_ms")
+        lines.append(
+            f"| {name} | {e['wall']['p50']:.1f} ms | {e['start']['p50']:.1f} ms | {e['exit']['p50']:.1f} ms | "
+            + (f"{over['wall']:+.1f} / {over['start']:+.1f} / {over['exit']:+.1f} ms |" if over else "— |")
+        )
+    lines += ["", "| command | wall p50 (min–max) | ratio to one unary RPC |", "|---|---|---|"]
+    commands = ("cli_begin", "cli_status", "cli_interrupt", "cli_end", "unary_rpc", "python_pass", "python_import_grpc")
+    for name in commands:
+        e = c[name]
+        w = e["wall"]
+        ratio = f"{e['ratio_to_unary_rpc']:.0f}×" if "ratio_to_unary_rpc" in e else "—"
+        lines.append(f"| {name} | {w['p50']:.1f} ms ({w['min']:.1f}–{w['max']:.1f}) | {ratio} |")
+    lines += [
+        "",
+        "`unary_rpc`: one GetExecution from the bench's already running client; `python_*`: the interpreter "
+        "alone, and with `import grpc`, what any Python command pays before its own work.",
+        "",
+    ]
+    return lines
 
 
 def derive(results: dict[str, Any]) -> None:

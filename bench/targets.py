@@ -140,6 +140,7 @@ def check(results: dict[str, Any], quick: bool) -> list[Check]:
                 per_hop <= 1.0,
             )
         )
+    out += footprint_checks(f.get("footprint"))
     if quick:
         for c in out:
             c.target += " (quick)"
@@ -153,3 +154,59 @@ def _delivery_p99(delivery: dict[str, Any], loop: str | None) -> float:
         if e:
             return float(e["daemon"]["p99"])
     return 0.0
+
+
+def footprint_checks(fp: dict[str, Any] | None) -> list[Check]:
+    """Issue 22's targets: start-up, memory and idle cost against the bare health server;
+    the wrapper against a bare spawn; the coordinator commands in wall time."""
+    if not fp:
+        return []
+    s, c = fp["servers"], fp["commands"]
+    floor = s["bare_health"]
+    chart, defaults = s["daemon_chart"], s["daemon_defaults"]
+    out = [
+        Check(
+            "footprint: exec → ready ≤ 1.3× bare grpc.aio + health (chart's flags)",
+            f"{chart['ratio_ready_p50']:.2f}× ({chart['ready_ms']['p50']:.0f} vs {floor['ready_ms']['p50']:.0f} ms); "
+            f"defaults {defaults['ratio_ready_p50']:.2f}×",
+            chart["ratio_ready_p50"] <= 1.3,
+        ),
+        Check(
+            "footprint: RSS idle ≤ 1.15× bare grpc.aio + health (defaults)",
+            f"{defaults['ratio_rss']:.2f}× ({defaults['rss_kb'] / 1024:.1f} vs {floor['rss_kb'] / 1024:.1f} MiB); "
+            f"chart {chart['ratio_rss']:.2f}×",
+            defaults["ratio_rss"] <= 1.15,
+        ),
+    ]
+    for name in ("daemon_defaults", "daemon_chart"):
+        e = s[name]
+        out.append(
+            Check(
+                f"footprint: idle {name} ≤ 2 wake-ups/s, 0.0% CPU (to one decimal)",
+                f"{e['wakeups_per_s']:.1f}/s (floor {floor['wakeups_per_s']:.1f}; loop thread "
+                f"{e['loop_thread_wakeups_per_s']:.1f} vs {floor['loop_thread_wakeups_per_s']:.1f}), "
+                f"CPU {e['cpu_percent']:.2f}%",
+                # CPU is read in clock ticks: one tick over a 20 s window is 0.05%.
+                e["wakeups_per_s"] <= 2 and e["cpu_percent"] < 0.1,
+            )
+        )
+    nt, tk = c["run_no_token"]["over_floor_ms"], c["run_token"]["over_floor_ms"]
+    out.append(
+        Check(
+            "footprint: run without a token ≤ 10 ms over exec'ing CMD",
+            f"+{nt['wall']:.1f} ms (wall p50, {c['run_no_token']['wall']['p50']:.1f} vs "
+            f"{c['bare_spawn']['wall']['p50']:.1f} ms)",
+            nt["wall"] <= 10,
+        )
+    )
+    out.append(
+        Check(
+            "footprint: run with a token ≤ 50 ms over a bare spawn, to CMD running and after its exit",
+            f"start +{tk['start']:.1f} ms, exit +{tk['exit']:.1f} ms (p50)",
+            tk["start"] <= 50 and tk["exit"] <= 50,
+        )
+    )
+    for name in ("cli_begin", "cli_status", "cli_interrupt", "cli_end"):
+        w = c[name]["wall"]["p50"]
+        out.append(Check(f"footprint: `{name[4:]}` ≤ 100 ms wall", f"{w:.0f} ms (p50)", w <= 100))
+    return out

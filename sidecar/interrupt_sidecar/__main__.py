@@ -2,6 +2,6 @@
 
 import sys
 
-from interrupt_sidecar.cli import main
+from interrupt_sidecar.entry import main
 
 sys.exit(main())

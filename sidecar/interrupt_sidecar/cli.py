@@ -9,28 +9,28 @@ same for every subcommand, from :mod:`interrupt_sidecar.exits`. Both are rendere
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
-import logging
 import os
-import shlex
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import grpc
-from google.protobuf import json_format
-from google.protobuf.duration_pb2 import Duration
 from interrupt_sidecar_client._config import resolve_address
-from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
-from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 from interrupt_sidecar import __version__, exits, settings
 from interrupt_sidecar.config import ConfigError, serve_config
+from interrupt_sidecar.domain.types import InterruptReason
 from interrupt_sidecar.exits import EXIT_OK, EXIT_REFUSED, EXIT_SIGINT, EXIT_UNREACHABLE, EXIT_USAGE
 from interrupt_sidecar.settings import parse_duration
 
-REASONS = [name.removeprefix("INTERRUPT_REASON_") for name in pb.InterruptReason.keys()[1:]]
+# grpc, protobuf and the generated code are imported by the subcommands that use them:
+# each command pays only for its own imports (see docs/performance-footprint.md).
+if TYPE_CHECKING:
+    from google.protobuf.duration_pb2 import Duration
+    from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+    from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+
+#: The wire's reasons, in its order (tests/client pins the domain's enum to the proto's).
+REASONS = [reason.name for reason in InterruptReason]
 
 
 def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -50,6 +50,9 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as err:
         print(f"interrupt-sidecar serve: {err}", file=sys.stderr)
         return EXIT_USAGE
+    import asyncio
+    import logging
+
     logging.basicConfig(level=config.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from interrupt_sidecar.loops import loop_factory
     from interrupt_sidecar.server import serve
@@ -78,6 +81,9 @@ class _WithCredential:
 
 
 def _call(args: argparse.Namespace, fn: Callable[[Any], Any]) -> Any:
+    import grpc
+    from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+
     token = os.environ.get(settings.AUTH_TOKEN.env, "").strip()
     with grpc.insecure_channel(_address(args)) as channel:
         stub = pb_grpc.CoordinatorServiceStub(channel)
@@ -87,6 +93,8 @@ def _call(args: argparse.Namespace, fn: Callable[[Any], Any]) -> Any:
 def _duration(text: str | None, name: str) -> Duration | None:
     if text is None:
         return None
+    from google.protobuf.duration_pb2 import Duration
+
     d = Duration()
     d.FromNanoseconds(parse_duration(text, name))
     return d
@@ -94,12 +102,18 @@ def _duration(text: str | None, name: str) -> Duration | None:
 
 def _print(args: argparse.Namespace, message: Any, human: str) -> None:
     if args.json:
+        import json
+
+        from google.protobuf import json_format
+
         print(json.dumps(json_format.MessageToDict(message, preserving_proto_field_name=True), indent=2))
     else:
         print(human)
 
 
 def _begin(args: argparse.Namespace) -> int:
+    from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+
     labels = {}
     for item in args.label or []:
         key, sep, value = item.partition("=")
@@ -134,10 +148,14 @@ def _shell_exports(values: dict[str, str]) -> str:
     hold any printable character but space (``;``, ``$``, backquotes), and ``eval`` must
     set it, not run it.
     """
+    import shlex
+
     return "\n".join(f"export {name}={shlex.quote(value)}" for name, value in values.items())
 
 
 def _interrupt(args: argparse.Namespace) -> int:
+    from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+
     targets = {
         "execution_id": args.execution_id,
         "context_id": args.context,
@@ -163,12 +181,16 @@ def _interrupt(args: argparse.Namespace) -> int:
 
 
 def _end(args: argparse.Namespace) -> int:
+    from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+
     response = _call(args, lambda stub: stub.EndExecution(pb.EndExecutionRequest(execution_id=args.execution_id)))
     _print(args, response, f"{response.execution.execution_id}\tended")
     return EXIT_OK
 
 
 def _describe(e: pb.Execution) -> str:
+    from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+
     state = "ended" if e.ended else "live"
     if e.cancelled:
         state += f", cancelled ({pb.InterruptReason.Name(e.reason).removeprefix('INTERRUPT_REASON_')})"
@@ -177,6 +199,8 @@ def _describe(e: pb.Execution) -> str:
 
 
 def _status(args: argparse.Namespace) -> int:
+    from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+
     if args.execution_id:
         response = _call(args, lambda stub: stub.GetExecution(pb.GetExecutionRequest(execution_id=args.execution_id)))
         _print(args, response, _describe(response.execution))
@@ -261,7 +285,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as err:
         print(f"interrupt-sidecar {args.command}: {err}", file=sys.stderr)
         return EXIT_USAGE
-    except grpc.RpcError as err:
+    except KeyboardInterrupt:
+        return EXIT_SIGINT
+    except Exception as err:
+        # grpc is loaded only by the commands that call the daemon: an RpcError implies it.
+        grpc = sys.modules.get("grpc")
+        if grpc is None or not isinstance(err, grpc.RpcError):
+            raise
         code = err.code() if isinstance(err, grpc.Call) else None
         details = err.details() if isinstance(err, grpc.Call) else str(err)
         if code == grpc.StatusCode.UNAVAILABLE:
@@ -272,5 +302,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_UNREACHABLE
         print(f"interrupt-sidecar {args.command}: {code.name if code else 'ERROR'}: {details}", file=sys.stderr)
         return EXIT_REFUSED
-    except KeyboardInterrupt:
-        return EXIT_SIGINT

@@ -11,14 +11,15 @@ import argparse
 import asyncio
 import os
 import signal
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from interrupt_sidecar_client import EventKind, InterruptBehavior, InterruptReason, aio
+# The client (grpc.aio), subprocess, tempfile and statistics are imported where the demo
+# uses them: every command builds the parser that registers this one.
+if TYPE_CHECKING:
+    from interrupt_sidecar_client import aio
 
 from interrupt_sidecar.exits import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 
@@ -35,6 +36,9 @@ def run_demo(args: argparse.Namespace) -> int:
     if args.interrupts < 1:
         print("interrupt-sidecar demo: --interrupts must be at least 1", file=sys.stderr)
         return EXIT_USAGE
+    import subprocess
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="interrupt-sidecar-demo-", dir="/tmp") as directory:
         address = f"unix://{Path(directory) / 'sidecar.sock'}"
         daemon = subprocess.Popen(
@@ -70,6 +74,8 @@ def _readline(stream: object, timeout: float) -> str:
 
 
 async def _demo(address: str, interrupts: int) -> None:
+    from interrupt_sidecar_client import aio
+
     async with aio.AsyncCoordinator(address) as coordinator:
         await _cooperative_tool(coordinator, address)
         await _process_group(coordinator, address)
@@ -77,6 +83,8 @@ async def _demo(address: str, interrupts: int) -> None:
 
 
 async def _cooperative_tool(coordinator: aio.AsyncCoordinator, address: str) -> None:
+    from interrupt_sidecar_client import EventKind, InterruptBehavior, InterruptReason, aio
+
     """A cooperative tool waits on its signal and unwinds; the daemon measures the unwind."""
     turn = await coordinator.begin(context_id="demo")
     watch = coordinator.watch(turn.execution_id)
@@ -105,6 +113,8 @@ async def _cooperative_tool(coordinator: aio.AsyncCoordinator, address: str) -> 
 
 
 async def _process_group(coordinator: aio.AsyncCoordinator, address: str) -> None:
+    from interrupt_sidecar_client import EventKind, InterruptBehavior, InterruptReason, aio
+
     """An externally terminated tool hands over a process group; the daemon kills it."""
     turn = await coordinator.begin(context_id="demo")
     watch = coordinator.watch(turn.execution_id)
@@ -131,6 +141,8 @@ async def _process_group(coordinator: aio.AsyncCoordinator, address: str) -> Non
 
 
 async def _delivery_latency(coordinator: aio.AsyncCoordinator, address: str, interrupts: int) -> None:
+    from interrupt_sidecar_client import InterruptBehavior, InterruptReason, aio
+
     """Interrupt call → the tool's client has the cancel, one attached tool per execution."""
     samples: list[float] = []
     for _ in range(interrupts):
@@ -144,6 +156,8 @@ async def _delivery_latency(coordinator: aio.AsyncCoordinator, address: str, int
             samples.append((time.perf_counter_ns() - started) / 1e6)
         await coordinator.end(turn.execution_id)
     samples.sort()
+    import statistics
+
     p50 = statistics.median(samples)
     p99 = samples[min(len(samples) - 1, round(0.99 * (len(samples) - 1)))]
     print(f"delivery latency, Interrupt call -> tool receives cancel, {interrupts} interrupts over the unix socket:")

@@ -6,9 +6,10 @@ waits for a pass over every young object. The pacer collects from a loop timer i
 when the young generation has reached its size, so passes land between callbacks — and
 on a daemon that is quiet between interrupts, during the quiet. Automatic collection
 stays on at four times that size, as a safety net for bursts the timer does not keep up
-with. After a second with little allocation the pacer checks once a second and hands
-generation 0 back to the automatic collector at its normal size, so an idle daemon is
-not woken a hundred times a second.
+with. After a second with little allocation the pacer hands generation 0 back to the
+automatic collector at its normal size and stops its timer: an idle daemon is not woken
+at all. The first automatic collection after that (a full young generation allocated:
+the daemon is working again) wakes the pacer, through ``gc.callbacks``.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ import gc
 
 #: Check this often while the daemon allocates.
 ACTIVE_CHECK_S = 0.01
-#: Check this often once quiet (automatic collection is back at ``gen0``).
-QUIET_CHECK_S = 1.0
 #: Quiet: fewer new objects than this between two checks, for ``QUIET_AFTER_S``.
 QUIET_GROWTH = 200
 QUIET_AFTER_S = 1.0
@@ -36,18 +35,17 @@ class GcPacer:
         thresholds: tuple[int, int, int],
         *,
         active_check_s: float = ACTIVE_CHECK_S,
-        quiet_check_s: float = QUIET_CHECK_S,
         quiet_after_s: float = QUIET_AFTER_S,
     ) -> None:
         self._loop = loop
         self._gen0, self._gen1, self._gen2 = thresholds
         self._active_check_s = active_check_s
-        self._quiet_check_s = quiet_check_s
         self._quiet_ticks_needed = max(1, round(quiet_after_s / active_check_s))
         self._quiet_ticks = 0
         self._last_count = 0
         self._active = False
         self._timer: asyncio.TimerHandle | None = None
+        self._wake_pending = False
         #: Collections the pacer ran, by generation (for tests and curiosity).
         self.collections = [0, 0, 0]
 
@@ -55,12 +53,19 @@ class GcPacer:
     def active(self) -> bool:
         return self._active
 
+    @property
+    def timer_armed(self) -> bool:
+        """Whether a timer will wake the loop (never while quiet)."""
+        return self._timer is not None
+
     def start(self) -> None:
+        gc.callbacks.append(self._on_collection)
         self._activate()
-        self._schedule()
 
     def stop(self) -> None:
         """Cancel the timer and give collection back to CPython at the normal sizes."""
+        if self._on_collection in gc.callbacks:
+            gc.callbacks.remove(self._on_collection)
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -68,13 +73,28 @@ class GcPacer:
         gc.set_threshold(self._gen0, self._gen1, self._gen2)
 
     def _activate(self) -> None:
+        self._wake_pending = False
         self._active = True
         self._quiet_ticks = 0
+        self._last_count = gc.get_count()[0]
         gc.set_threshold(self._gen0 * SAFETY_NET_FACTOR, self._gen1, self._gen2)
+        self._schedule()
 
     def _schedule(self) -> None:
-        delay = self._active_check_s if self._active else self._quiet_check_s
-        self._timer = self._loop.call_later(delay, self._tick)
+        self._timer = self._loop.call_later(self._active_check_s, self._tick)
+
+    def _on_collection(self, phase: str, info: dict[str, int]) -> None:
+        # Called by CPython around every collection, in whichever thread allocated. While
+        # quiet, an automatic collection means a young generation's worth of allocation:
+        # the daemon is working, so the timer takes over again. Only a flag and a
+        # thread-safe wake-up here: the collector is running.
+        if phase == "start" and not self._active and not self._wake_pending:
+            self._wake_pending = True
+            self._loop.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:
+        if not self._active and self._wake_pending:
+            self._activate()
 
     def _tick(self) -> None:
         young, older, oldest = gc.get_count()
@@ -87,14 +107,15 @@ class GcPacer:
             gc.collect(generation)
             self.collections[generation] += 1
         self._last_count = gc.get_count()[0]
-        if not self._active:
-            if grown >= QUIET_GROWTH:
-                self._activate()
-        elif grown < QUIET_GROWTH:
+        if grown < QUIET_GROWTH:
             self._quiet_ticks += 1
             if self._quiet_ticks >= self._quiet_ticks_needed:
+                # Quiet: CPython collects at the normal size again and no timer runs
+                # until a collection says there is work (see _on_collection).
                 self._active = False
+                self._timer = None
                 gc.set_threshold(self._gen0, self._gen1, self._gen2)
+                return
         else:
             self._quiet_ticks = 0
         self._schedule()

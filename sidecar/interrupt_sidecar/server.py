@@ -14,13 +14,12 @@ import socket
 import stat
 import sys
 from pathlib import Path
-from wsgiref.simple_server import WSGIServer
+from typing import TYPE_CHECKING
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
-from prometheus_client import CollectorRegistry, disable_created_metrics, start_http_server
 
 from interrupt_sidecar.config import ListenAddress, ServeConfig
 from interrupt_sidecar.domain.coordinator import Coordinator
@@ -29,7 +28,6 @@ from interrupt_sidecar.errors import SidecarError, Unavailable
 from interrupt_sidecar.exits import EXIT_FORCED, EXIT_OK, EXIT_STARTUP
 from interrupt_sidecar.federation import RemoteParentFollower
 from interrupt_sidecar.gc_pacer import GcPacer
-from interrupt_sidecar.metrics import PrometheusObserver
 from interrupt_sidecar.osedge.journal import Journal, JournalError
 from interrupt_sidecar.osedge.process_groups import ProcessGroups
 from interrupt_sidecar.runtime.observer import NOOP_OBSERVER, TripObserver
@@ -41,6 +39,10 @@ from interrupt_sidecar.services.auth import CoordinatorAuth
 from interrupt_sidecar.services.coordinator import CoordinatorService
 from interrupt_sidecar.services.doorbell import DoorbellListener
 from interrupt_sidecar.services.tool_channel import ToolChannelService
+
+if TYPE_CHECKING:
+    from interrupt_sidecar.metrics import PrometheusObserver
+    from interrupt_sidecar.metrics.exposition import MetricsServer
 
 log = logging.getLogger("sidecar")
 
@@ -81,14 +83,18 @@ class Daemon:
         self.clock = SystemClock()
         self.process_groups = ProcessGroups(allowed_uids=frozenset({os.getuid(), *config.allow_uids}))
         self.hub = WatchHub(self.clock)
-        # Metrics off means no registry at all: the trip path then calls a no-op.
+        # Metrics off means no registry at all (prometheus_client is not even imported:
+        # it is a fifth of the daemon's memory): the trip path then calls a no-op.
+        self.metrics: PrometheusObserver | None = None
         if config.metrics_listen is not None:
+            from prometheus_client import CollectorRegistry, disable_created_metrics
+
+            from interrupt_sidecar.metrics import PrometheusObserver
+
             # Prometheus 2.x stores each counter's _created sample as a series of its
             # own: it would double the series for nothing a query here uses.
             disable_created_metrics()  # type: ignore[no-untyped-call]
-        self.metrics: PrometheusObserver | None = (
-            PrometheusObserver(CollectorRegistry()) if config.metrics_listen is not None else None
-        )
+            self.metrics = PrometheusObserver(CollectorRegistry())
         observer: TripObserver = self.metrics if self.metrics is not None else NOOP_OBSERVER
         self.trip_path = TripPath(self.clock, self.process_groups, self.hub, observer)
         self.coordinator = Coordinator(self.trip_path, self.clock, default_grace_ns=config.grace_ns)
@@ -101,7 +107,7 @@ class Daemon:
         self.addresses: list[str] = []
         self._servers: list[grpc.aio.Server] = []
         self._tool_channel = ToolChannelService(self.coordinator, self.trip_path, self.hub, self.process_groups)
-        self._metrics_server: WSGIServer | None = None
+        self._metrics_server: MetricsServer | None = None
         self._state_lock: int | None = None
         self._health_server: grpc.aio.Server | None = None
 
@@ -263,16 +269,17 @@ class Daemon:
         return address.grpc_target(port)
 
     def _start_metrics(self, address: ListenAddress) -> None:
+        from interrupt_sidecar.metrics.exposition import MetricsServer
+
         assert self.metrics is not None
         try:
-            self._metrics_server, _ = start_http_server(address.port, addr=address.host, registry=self.metrics.registry)
+            self._metrics_server = MetricsServer(address.host, address.port, self.metrics.registry)
         except OSError as err:
             raise StartupError(f"cannot serve metrics on {address.grpc_target()}: {err}") from err
 
     def _stop_metrics(self) -> None:
         if self._metrics_server is not None:
-            self._metrics_server.shutdown()
-            self._metrics_server.server_close()
+            self._metrics_server.close()
             self._metrics_server = None
 
     async def shutdown(self) -> None:
@@ -366,11 +373,8 @@ async def serve(config: ServeConfig) -> int:
     except SidecarError as err:
         print(f"interrupt-sidecar: {err}", file=sys.stderr)
         return EXIT_STARTUP
-    _tune_garbage_collector()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    pacer = GcPacer(loop, (_GC_GEN0, _GC_GEN1, _GC_GEN2))
-    pacer.start()
     signals_seen = 0
 
     def on_signal(signum: int) -> None:
@@ -385,6 +389,10 @@ async def serve(config: ServeConfig) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, on_signal, signum)
     print(f"ready {' '.join(daemon.addresses)}", flush=True)
+    # After "ready": a pod's agent waits for it, and nothing here must precede serving.
+    _tune_garbage_collector()
+    pacer = GcPacer(loop, (_GC_GEN0, _GC_GEN1, _GC_GEN2))
+    pacer.start()
     await stop.wait()
     await daemon.shutdown()
     pacer.stop()
@@ -412,9 +420,14 @@ def _tune_garbage_collector() -> None:
     A generation-0 pass costs in proportion to the young objects it walks, so its threshold
     sets the pause: a high one gives rare, long passes that set the tail latency under
     load; ``_GC_GEN0`` trades them for shorter ones, more often (``python -m bench``
-    measures the tail). While the daemon is busy those passes run from a loop timer (interrupt_sidecar.gc_pacer), not
-    inside whichever allocation crosses the threshold.
+    measures the tail). While the daemon is busy those passes run from a loop timer
+    (interrupt_sidecar.gc_pacer), not inside whichever allocation crosses the threshold.
+
+    The entry point disables the collector for ``serve``'s start-up (its imports make
+    tens of thousands of long-lived objects, and automatic passes over them would walk
+    them again and again); it is enabled here, after one full collection.
     """
     gc.collect()
     gc.freeze()
     gc.set_threshold(_GC_GEN0, _GC_GEN1, _GC_GEN2)
+    gc.enable()

@@ -41,6 +41,14 @@ def check_latency(figure: dict[str, Any], where: str) -> None:
     assert figure["n"] >= 1 and figure["repeats"] >= 1, (where, figure)
 
 
+def check_summary(figure: dict[str, Any], where: str) -> None:
+    """One repeat's summary (no median over repeats): the same order and sanity."""
+    values = [figure[k] for k in ORDER]
+    assert all(math.isfinite(v) and v >= 0 for v in values), (where, figure)
+    assert figure["p50"] > 0 and figure["n"] >= 1, (where, figure)
+    assert values == sorted(values), (where, figure)
+
+
 def check_ratio(ratio: dict[str, float], ours: dict[str, Any], floor: dict[str, Any], where: str) -> None:
     for k in ("p50", "p99"):
         assert ratio[k] == pytest.approx(ours[k] / floor[k]), (where, k)
@@ -117,6 +125,33 @@ def check_turns(t: dict[str, Any]) -> None:
             ), key
 
 
+def check_footprint(fp: dict[str, Any]) -> None:
+    servers = fp["servers"]
+    assert set(servers) == {"bare_health", "daemon_defaults", "daemon_chart"}
+    for name, e in servers.items():
+        check_summary(e["ready_ms"], f"footprint {name} ready")
+        assert e["rss_kb"] > 1000 and e["threads"] >= 1, (name, e)
+        assert e["wakeups_per_s"] >= e["loop_thread_wakeups_per_s"] >= 0, (name, e)
+        assert e["cpu_percent"] >= 0, (name, e)
+        if name != "bare_health":
+            floor = servers["bare_health"]
+            assert e["ratio_ready_p50"] == pytest.approx(e["ready_ms"]["p50"] / floor["ready_ms"]["p50"]), name
+            assert e["ratio_rss"] == pytest.approx(e["rss_kb"] / floor["rss_kb"]), name
+    c = fp["commands"]
+    for name in ("bare_spawn", "run_no_token", "run_token"):
+        for k in ("wall", "start", "exit"):
+            check_summary(c[name][k], f"footprint {name} {k}")
+        # CMD runs inside the wrapper's wall time: started after the spawn, reaped before the end.
+        assert c[name]["start"]["min"] < c[name]["wall"]["max"], name
+    for name in ("run_no_token", "run_token"):
+        over = c[name]["over_floor_ms"]
+        assert over["wall"] == pytest.approx(c[name]["wall"]["p50"] - c["bare_spawn"]["wall"]["p50"]), name
+    for name in ("cli_begin", "cli_status", "cli_interrupt", "cli_end", "unary_rpc", "python_pass"):
+        check_summary(c[name]["wall"], f"footprint {name}")
+    for name in ("cli_begin", "cli_status", "cli_interrupt", "cli_end"):
+        assert c[name]["ratio_to_unary_rpc"] == pytest.approx(c[name]["wall"]["p50"] / c["unary_rpc"]["wall"]["p50"])
+
+
 def check_targets(results: dict[str, Any]) -> None:
     assert results["targets"]
     for t in results["targets"]:
@@ -144,13 +179,28 @@ def test_a_small_selection_runs_and_reports(tmp_path: Path) -> None:
     check_targets(results)
 
 
+@pytest.mark.timeout(150)
+def test_the_footprint_part_measures_servers_and_commands_beside_their_floors(tmp_path: Path) -> None:
+    results = run_bench(
+        tmp_path,
+        "--parts", "footprint",
+        "--footprint-starts", "1", "--footprint-trials", "1", "--footprint-idle-seconds", "0.5",
+        timeout=140,
+    )  # fmt: skip
+    assert set(results["figures"]) == {"footprint"}
+    check_footprint(results["figures"]["footprint"])
+    footprint_targets = [t for t in results["targets"] if t["target"].startswith("footprint:")]
+    assert len(footprint_targets) == 10, footprint_targets
+    check_targets(results)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_quick_mode_measures_every_figure(tmp_path: Path) -> None:
     results = run_bench(tmp_path, timeout=280)
     check_machine(results)
     figures = results["figures"]
-    assert set(figures) == {"delivery", "fanout", "load", "kill", "turns", "memory", "poller", "cascade"}
+    assert set(figures) == {"delivery", "fanout", "load", "kill", "turns", "memory", "poller", "cascade", "footprint"}
     check_delivery(figures["delivery"])
     assert {k.split("/")[0] for k in figures["delivery"]} == {"unix", "tcp"}
     assert {k.split("/")[1] for k in figures["delivery"]} == {"uvloop", "asyncio"}
@@ -177,4 +227,5 @@ def test_quick_mode_measures_every_figure(tmp_path: Path) -> None:
     for name in ("two_hops", "single_daemon"):
         check_latency(cascade[name], f"cascade {name}")
     check_ratio(cascade["ratio_to_single"], cascade["two_hops"], cascade["single_daemon"], "cascade")
+    check_footprint(figures["footprint"])
     check_targets(results)

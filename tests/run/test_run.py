@@ -383,6 +383,35 @@ def test_without_a_token_the_command_runs_unchanged(tmp_path: Path, wrappers: li
     assert wrapper.stderr == ""
 
 
+@pytest.mark.parametrize(
+    "options",
+    [(), ("--tool-name", "t", "--tool-call-id=c1", "--address", "unix:///nowhere"), ("--behavior", "COOPERATIVE")],
+    ids=["bare", "unchecked-options", "checked-option"],
+)
+def test_without_a_token_options_change_nothing(
+    tmp_path: Path, wrappers: list[Wrapper], options: tuple[str, ...]
+) -> None:
+    # The fast path (options it need not check) and the full parser (the others) exec alike.
+    wrapper = start(wrappers, ["sh", "-c", "echo $$; exit 3"], *options)
+
+    assert wrapper.finish() == 3
+    assert wrapper.stdout == f"{wrapper.pid}\n"  # exec'd: the wrapper's own pid
+    assert wrapper.stderr == ""
+
+
+@pytest.mark.parametrize(("name", "code"), [("missing", EXIT_NOT_FOUND), ("not-executable", 126)])
+def test_without_a_token_a_command_that_cannot_run_exits_like_a_shell(
+    tmp_path: Path, wrappers: list[Wrapper], name: str, code: int
+) -> None:
+    command = str(tmp_path / name)
+    if name == "not-executable":
+        (tmp_path / name).write_text("#!/bin/sh\n")
+    wrapper = start(wrappers, [command])
+
+    assert wrapper.finish() == code
+    assert wrapper.stderr.startswith(f"interrupt-sidecar run: cannot run {command!r}: ")
+
+
 # -- other behaviours ---------------------------------------------------------------------
 
 
@@ -434,14 +463,20 @@ def test_non_interruptible_runs_to_completion_through_a_trip(
         (("--behavior", "THREAD_INTERRUPT"), "invalid choice"),
     ],
 )
-def test_usage_errors_exit_2(tmp_path: Path, options: tuple[str, ...], message: str) -> None:
+@pytest.mark.parametrize("token", ["ist1.x.y", None], ids=["token", "no-token"])
+def test_usage_errors_exit_2(tmp_path: Path, options: tuple[str, ...], message: str, token: str | None) -> None:
+    # Without a token too: the fast exec path must leave every check to the full parser.
     command = [] if not options else ["true"]
+    env = {k: v for k, v in os.environ.items() if k != "INTERRUPT_SIDECAR_TOKEN"}
+    env["INTERRUPT_SIDECAR_ADDRESS"] = "unix:///nonexistent"
+    if token is not None:
+        env["INTERRUPT_SIDECAR_TOKEN"] = token
     result = subprocess.run(
         [sys.executable, "-m", "interrupt_sidecar", "run", *options, "--", *command],
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env={**os.environ, "INTERRUPT_SIDECAR_TOKEN": "ist1.x.y", "INTERRUPT_SIDECAR_ADDRESS": "unix:///nonexistent"},
+        env=env,
         timeout=EXIT_DEADLINE_S,
     )
     assert result.returncode == EXIT_USAGE

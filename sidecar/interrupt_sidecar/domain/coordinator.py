@@ -6,7 +6,6 @@ import hashlib
 import hmac
 import secrets
 import threading
-import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -109,7 +108,8 @@ class Coordinator:
                 raise ResourceExhausted(
                     f"the daemon holds {self._limits.max_live_executions} live executions; end finished ones first"
                 )
-            execution_id = spec.execution_id or f"exec-{uuid.uuid4().hex}"
+            # 128 random bits, as uuid4 has (the uuid module would load libuuid at start-up).
+            execution_id = spec.execution_id or f"exec-{secrets.token_hex(16)}"
             if execution_id in self._live or execution_id in self._ended:
                 raise AlreadyExists(
                     f"execution {execution_id!r} exists already; a new turn needs a new id (or leave it empty)"

@@ -24,11 +24,14 @@ OS edge stays beside the domain, not above it.
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from interrupt_sidecar.errors import SidecarError
+
+if TYPE_CHECKING:
+    import sqlite3
 
 SCHEMA_VERSION = 1
 
@@ -96,7 +99,12 @@ class Journal:
     """One SQLite database under ``--state-dir``. Used from the event-loop thread only."""
 
     def __init__(self, path: Path) -> None:
+        # Imported here: a daemon without --state-dir never opens a journal, and sqlite3
+        # is about 1 MiB of its idle memory.
+        import sqlite3
+
         self.path = path
+        self._database_error: type[sqlite3.DatabaseError] = sqlite3.DatabaseError
         try:
             # isolation_level=None: autocommit, each statement is its own transaction.
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -213,5 +221,5 @@ class Journal:
                     )
                 )
             return found
-        except (sqlite3.DatabaseError, ValueError) as err:
+        except (self._database_error, ValueError) as err:
             raise JournalError(f"cannot read the journal {self.path}: {err}") from err

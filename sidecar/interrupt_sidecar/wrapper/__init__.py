@@ -7,7 +7,8 @@ the daemon's internals. ``spawn`` starts the command gated in its own process gr
 ``exits`` is the exit-code table, ``command`` the subcommand.
 """
 
-from interrupt_sidecar.wrapper.command import add_run, run_command
+from typing import TYPE_CHECKING
+
 from interrupt_sidecar.wrapper.exits import (
     EXIT_CANNOT_EXECUTE,
     EXIT_INTERNAL,
@@ -17,6 +18,20 @@ from interrupt_sidecar.wrapper.exits import (
     EXIT_UNREACHABLE,
     EXIT_USAGE,
 )
+
+if TYPE_CHECKING:
+    from interrupt_sidecar.wrapper.command import add_run, run_command
+
+
+def __getattr__(name: str) -> object:
+    # The subcommand (argparse, the client, grpc) is loaded on first use, so the package
+    # stays as cheap as its exit codes for ``interrupt_sidecar.wrapper.direct``.
+    if name in ("add_run", "run_command"):
+        from interrupt_sidecar.wrapper import command
+
+        return getattr(command, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "EXIT_CANNOT_EXECUTE",

@@ -3,30 +3,29 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from interrupt_sidecar_client import InterruptBehavior
 from interrupt_sidecar_client._config import resolve_address
 
 from interrupt_sidecar import exits, settings
 from interrupt_sidecar.settings import ConfigError, parse_duration
-from interrupt_sidecar.wrapper.exits import EXIT_INTERNAL, EXIT_USAGE, exec_failure_code
-from interrupt_sidecar.wrapper.spawn import FORWARDED_SIGNALS, become_subreaper, reset_signals_for_exec, spawn_gated
-from interrupt_sidecar.wrapper.supervisor import RunOptions, supervise
+from interrupt_sidecar.wrapper.direct import exec_command
+from interrupt_sidecar.wrapper.exits import EXIT_INTERNAL, EXIT_USAGE
+
+if TYPE_CHECKING:  # the supervised mode (asyncio, the client, grpc) is loaded when it runs
+    from interrupt_sidecar.wrapper.supervisor import RunOptions
 
 TOKEN_ENV = settings.TOKEN.env
 
 #: The behaviours a wrapped executable can have. THREAD_INTERRUPT has no meaning for a
 #: process the wrapper does not run code in (its "signal to the worker" is COOPERATIVE's).
-BEHAVIORS = {
-    "EXTERNALLY_TERMINATED": InterruptBehavior.EXTERNALLY_TERMINATED,
-    "COOPERATIVE": InterruptBehavior.COOPERATIVE,
-    "NON_INTERRUPTIBLE": InterruptBehavior.NON_INTERRUPTIBLE,
-}
+#: Names of ``interrupt_sidecar_client.InterruptBehavior`` members (resolved when ``run``
+#: runs: every command builds this parser, and the client's types cost imports).
+BEHAVIORS = ("EXTERNALLY_TERMINATED", "COOPERATIVE", "NON_INTERRUPTIBLE")
 
 EPILOG = exits.epilog("run") + f"\n\nWithout a token ({TOKEN_ENV} or --token) the command is exec'd unchanged.\n"
 
@@ -80,12 +79,16 @@ def parse_signal(text: str) -> int:
 
 
 def _options(args: argparse.Namespace, token: str) -> RunOptions:
+    from interrupt_sidecar.wrapper.supervisor import RunOptions
+
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
     if not command:
         raise ConfigError("name the command to run: interrupt-sidecar run [OPTIONS] -- CMD ARGS...")
-    behavior = BEHAVIORS[args.behavior]
+    from interrupt_sidecar_client import InterruptBehavior
+
+    behavior = InterruptBehavior[args.behavior]
     kill_after = None
     if args.kill_after is not None:
         if behavior is not InterruptBehavior.EXTERNALLY_TERMINATED:
@@ -124,19 +127,21 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def exec_unchanged(command: Sequence[str]) -> int:
-    """No-op mode: become the command (same pid, group, signals, streams). Returns only on failure."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    reset_signals_for_exec()
-    try:
-        os.execvp(command[0], list(command))
-    except OSError as error:
-        _say(f"cannot run {command[0]!r}: {error.strerror}")
-        return exec_failure_code(error)
+    """No-op mode: become the command (same pid, group, signals, streams). Returns only on failure.
+
+    Usually :mod:`interrupt_sidecar.entry` has already done this before argparse ran
+    (:mod:`interrupt_sidecar.wrapper.direct`); this is the same exec for the lines it left
+    to the full parser (e.g. ``--behavior COOPERATIVE`` without a token)."""
+    return exec_command(command)
 
 
 def run_supervised(options: RunOptions) -> int:
     """Start the command gated, then attach, register, release and supervise it."""
+    import asyncio
+
+    from interrupt_sidecar.wrapper.spawn import FORWARDED_SIGNALS, become_subreaper, spawn_gated
+    from interrupt_sidecar.wrapper.supervisor import supervise
+
     try:
         become_subreaper()
     except OSError as error:

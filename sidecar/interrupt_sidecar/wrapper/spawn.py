@@ -24,12 +24,20 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 
+from interrupt_sidecar.wrapper.direct import FORWARDED_SIGNALS, reset_signals_for_exec
+
+__all__ = [
+    "FORWARDED_SIGNALS",
+    "GatedChild",
+    "become_subreaper",
+    "hand_terminal",
+    "reset_signals_for_exec",
+    "spawn_gated",
+]
+
 #: ``prctl`` options (``<linux/prctl.h>``).
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
-
-#: The signals the wrapper forwards to the command's group.
-FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 # The gated child's exit status when the wrapper closed the gate (the command never ran).
 _ABORTED = 125
@@ -51,13 +59,6 @@ def become_subreaper() -> None:
     descendant of the wrapper. Not inherited by children.
     """
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
-
-
-def reset_signals_for_exec() -> None:
-    """Give the command the dispositions a shell would: Python ignores SIGPIPE and SIGXFSZ,
-    and an ignored signal stays ignored across ``exec`` (``subprocess``'s ``restore_signals``)."""
-    for signum in (signal.SIGPIPE, signal.SIGXFSZ, *FORWARDED_SIGNALS):
-        signal.signal(signum, signal.SIG_DFL)
 
 
 def hand_terminal(pgid: int) -> Callable[[], None] | None:
