@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 BUF    := tools/node_modules/.bin/buf
 
-.PHONY: demo serve test install install-test protos check-protos lint typecheck clients pytest clean
+.PHONY: demo serve test install install-test protos check-protos lint typecheck clients pytest clean image e2e-kubernetes
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -75,6 +75,11 @@ pytest: install-test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test: check-protos lint typecheck clients pytest
+
+# The daemon's image, built with podman from the Dockerfile (scripts/build_image.sh:
+# the pinned base when podman has it, else a stand-in made from Debian's packages).
+image:
+	bash scripts/build_image.sh
 
 clean:
 	rm -rf $(VENV) tools/node_modules .mypy_cache .pytest_cache .ruff_cache

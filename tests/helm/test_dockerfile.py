@@ -26,10 +26,16 @@ def instructions() -> list[tuple[str, str]]:
 
 
 def test_multi_stage_with_pinned_bases() -> None:
-    froms = [rest for keyword, rest in instructions() if keyword == "FROM"]
+    steps = instructions()
+    # ARGs before the first FROM are the only ones a FROM line can use; their
+    # defaults are what a plain `docker build .` builds on.
+    first_from = next(i for i, (k, _) in enumerate(steps) if k == "FROM")
+    args = dict(rest.partition("=")[::2] for keyword, rest in steps[:first_from] if keyword == "ARG")
+    froms = [rest for keyword, rest in steps if keyword == "FROM"]
     assert len(froms) >= 2, "multi-stage: a build stage and a runtime stage"
     for image in froms:
-        ref = image.split()[0]
+        ref = re.sub(r"\$\{(\w+)\}", lambda m: args.get(m.group(1), ""), image.split()[0])
+        assert ref, f"FROM {image}: an ARG without a default"
         pinned_digest = re.search(r"@sha256:[0-9a-f]{64}$", ref)
         exact_tag = re.search(r":\d+\.\d+\.\d+[-\w.]*$", ref)
         assert pinned_digest or exact_tag, f"FROM {ref}: pin an exact version or digest"
