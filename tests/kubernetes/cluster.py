@@ -437,7 +437,10 @@ state = "{base / "state"}"
         for line in reversed(Path("/proc/self/mounts").read_text().splitlines()):
             target = line.split()[1].replace("\\040", " ")
             if target.startswith(prefixes):
-                left.append(f"mount {target}")
+                # The kubelet bind-mounts its root dir on itself (to make it rshared):
+                # its own mount, not one of a pod's.
+                if target != str(self.dir / "kubelet"):
+                    left.append(f"mount {target}")
                 subprocess.run(["umount", "-l", target], check=False, capture_output=True)
         if subprocess.run(["ip", "link", "show", BRIDGE], capture_output=True, check=False).returncode == 0:
             subprocess.run(["ip", "link", "del", BRIDGE], check=False, capture_output=True)
