@@ -247,10 +247,11 @@ def test_an_interrupt_from_the_agent_container_kills_the_tool_group_and_its_sets
         if tool.poll() is None:
             tool.kill()
             tool.wait()
-    # Whether the KILL capability does anything for uid 65532: the kernel's view of
-    # the daemon's capabilities.
+    # The kernel's view of the daemon that just killed the tree: uid 65532 and no
+    # capability at all (the chart adds none: KILL would be inert for a non-root uid).
     daemon = task_pid(cluster, container_id(agents, SIDECAR))
-    SUMMARY["daemon CapEff / CapBnd (uid 65532)"] = f"{proc_field(daemon, 'CapEff')} / {proc_field(daemon, 'CapBnd')}"
+    assert proc_field(daemon, "Uid").split()[0] == "65532"
+    assert int(proc_field(daemon, "CapEff"), 16) == 0 and int(proc_field(daemon, "CapBnd"), 16) == 0
 
 
 def test_the_metrics_port_answers_a_scrape(cluster: Cluster, agents: dict[str, Any]) -> None:
@@ -434,7 +435,7 @@ def test_pod_deletion_stops_the_agent_then_the_daemon_and_leaves_nothing(
             "env", f"INTERRUPT_SIDECAR_TOKEN={begin['INTERRUPT_SIDECAR_TOKEN']}",
             "interrupt-sidecar", "run", "--", "sh", "-c", f"setsid sleep {marker} & sleep {marker}",
         ],
-        env=cluster.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=cluster.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     wait_for("the tool tree", lambda: len(tree(marker)) == 2, 60)
     agent_pid = task_pid(cluster, container_id(pod, "agent"))
@@ -453,7 +454,6 @@ def test_pod_deletion_stops_the_agent_then_the_daemon_and_leaves_nothing(
     gone: dict[str, float] = {}
     try:
         start = time.monotonic()
-        wall = time.time()
         cluster.kubectl("delete", "pod", "-n", "agents", name, "--wait=false")
         watched: dict[str, Callable[[], bool]] = {
             "agent": lambda: not _alive(agent_pid),
@@ -473,8 +473,11 @@ def test_pod_deletion_stops_the_agent_then_the_daemon_and_leaves_nothing(
             f.terminate()
         daemon_log, _ = follow.communicate(timeout=30)
         agent_log, _ = follow_agent.communicate(timeout=30)
-        tool.wait(timeout=60)
-    sigterm_at = next(log_time(line.split()[0]) for line in daemon_log.splitlines() if "SIGTERM: shutting down" in line)
+        tool_out, _ = tool.communicate(timeout=60)
+    # The daemon's own report: SIGTERM, every live execution tripped with
+    # SYSTEM_SHUTDOWN (the test's own, at least), then a clean end.
+    tripped = re.search(r"shutdown: tripped (\d+) execution", daemon_log)
+    assert tripped and int(tripped[1]) >= 1, daemon_log
     SUMMARY["delete -> agent gone / tree gone / daemon gone / pod gone"] = " / ".join(
         f"{gone[k]:.2f} s" for k in ("agent", "tool tree", "daemon", "pod object")
     )
@@ -483,10 +486,13 @@ def test_pod_deletion_stops_the_agent_then_the_daemon_and_leaves_nothing(
     # The agent, on SIGTERM, tripped its turn with SYSTEM_SHUTDOWN and saw its tool
     # end before it exited: the daemon, not the runtime, stopped that tool.
     assert re.search(r"agent: SIGTERM: tripped exec-\w+ tool exit -?\d+", agent_log), agent_log
-    # What the agent leaves behind in its container is the runtime's: it SIGKILLs
-    # the container's processes as its main process exits, before the daemon even
-    # hears SIGTERM (measured, so docs/kubernetes.md can say it).
-    SUMMARY["tool left by the agent: gone before the daemon's SIGTERM by"] = sigterm_at - (wall + gone["tool tree"])
+    # A tool the agent leaves running in its container is the runtime's: as the
+    # agent's main process exits, containerd SIGKILLs what is left in the container
+    # (it shares the pod's PID namespace), so the `interrupt-sidecar run` wrapper
+    # dies by SIGKILL instead of reporting the daemon's SYSTEM_SHUTDOWN trip. This
+    # is why the example agent trips its own turn on SIGTERM (docs/kubernetes.md).
+    assert "interrupted" not in tool_out and "137" in tool_out, tool_out
+    SUMMARY["tool left running by the agent at deletion"] = "SIGKILLed by the runtime as the agent exits"
     assert gone["pod object"] < grace, gone
     assert "SIGTERM: shutting down" in daemon_log and "shutdown: done" in daemon_log, daemon_log
     # Nothing of the pod on the node: no container, no mount, no process of it.
