@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -39,8 +40,6 @@ PAUSE_IMAGE = "localhost/pause:e2e"
 
 
 def free_port() -> int:
-    import socket
-
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
@@ -367,7 +366,6 @@ state = "{base / "state"}"
             "nodeStatusUpdateFrequency": "2s",
         }
         (self.dir / "kubelet.json").write_text(json.dumps(config))
-        self.ports["kubelet-port"] = self.ports["kubelet"]
         server = self._start(
             "kubelet",
             [
@@ -448,8 +446,6 @@ state = "{base / "state"}"
 
 
 def _tcp_open(port: int) -> bool:
-    import socket
-
     with socket.socket() as probe:
         probe.settimeout(1)
         return probe.connect_ex(("127.0.0.1", port)) == 0

@@ -4,10 +4,14 @@ daemon's own reports (pod status, kubelet log, container logs, /proc)."""
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
+import os
 import re
 import secrets
+import shlex
+import signal
 import subprocess
 import time
 import urllib.request
@@ -85,7 +89,6 @@ def exec_in(cluster: Cluster, namespace: str, pod: str, container: str, *argv: s
 
 
 def exports(text: str) -> dict[str, str]:
-    import shlex
 
     return dict(shlex.split(line)[1].split("=", 1) for line in text.splitlines() if line.startswith("export "))
 
@@ -308,7 +311,6 @@ def test_a_remote_parent_in_another_pod_cascades_over_tcp_with_the_token(
     endpoints = [(e["addresses"][0], p["port"]) for s in slices["items"] for e in s["endpoints"] for p in s["ports"]]
     assert endpoints == [(pod_ip(parent), 50051)], endpoints
     secret = cluster.get("secret", "-n", "parents", "parent-interrupt-sidecar-auth")
-    import base64
 
     token = base64.b64decode(secret["data"]["token"]).decode()
     p_name = parent["metadata"]["name"]
@@ -373,11 +375,9 @@ def test_a_remote_parent_in_another_pod_cascades_over_tcp_with_the_token(
 
 
 # -- a wedged daemon: the kubelet's liveness probe, the restart, the journal --------
-def test_a_daemon_killed_by_its_liveness_probe_restarts_and_recovers_its_executions(cluster: Cluster) -> None:
-    """The daemon is frozen (SIGSTOP): its grpc liveness probe times out, the kubelet
-    kills the container and restarts it (a native sidecar restarts on its own), and
-    the restarted daemon resumes from its state volume the execution begun before:
-    same id, same token (a tool attaches with it)."""
+@pytest.fixture(scope="module")
+def wedged(cluster: Cluster) -> str:
+    """A release whose daemon the tests below bring down; returns its namespace."""
     install(
         cluster, "wedged", "wedged",
         "--set", "sidecar.probes.liveness.periodSeconds=1", "--set", "sidecar.probes.liveness.timeoutSeconds=1",
@@ -387,23 +387,38 @@ def test_a_daemon_killed_by_its_liveness_probe_restarts_and_recovers_its_executi
         "--set", "terminationGracePeriodSeconds=8", "--set", "agentShutdownSeconds=1",
         "--set", "sidecar.shutdownTimeoutSeconds=2", "--set", "tests.enabled=false",
     )  # fmt: skip
+    return "wedged"
+
+
+def sidecar_restarted(cluster: Cluster, namespace: str, name: str, restarts: int) -> dict[str, Any] | None:
+    p = cluster.get("pod", "-n", namespace, name)
+    s = statuses(p)[SIDECAR]
+    return p if s.get("restartCount", 0) >= restarts and s.get("ready") else None
+
+
+def test_a_daemon_killed_by_its_liveness_probe_restarts_and_recovers_its_executions(
+    cluster: Cluster, wedged: str
+) -> None:
+    """The daemon is frozen (SIGSTOP): its grpc liveness probe times out, the kubelet
+    kills the container and restarts it (a native sidecar restarts on its own), and
+    the restarted daemon resumes from its state volume the execution begun before:
+    same id, same token (a tool attaches with it)."""
     pod = agent_pod(cluster, "wedged")
     name = pod["metadata"]["name"]
     execution = f"survivor-{secrets.token_hex(3)}"
     begun = exports(exec_in(cluster, "wedged", name, "agent", "interrupt-sidecar", "begin", f"--id={execution}"))
     daemon = task_pid(cluster, container_id(pod, SIDECAR))
     start = time.monotonic()
-    import os
-    import signal
 
     os.kill(daemon, signal.SIGSTOP)
 
-    def restarted() -> dict[str, Any] | None:
-        p = cluster.get("pod", "-n", "wedged", name)
-        s = statuses(p)[SIDECAR]
-        return p if s.get("restartCount", 0) >= 1 and s.get("ready") else None
-
-    pod = wait_for("the sidecar to be restarted and Ready again", restarted, timeout=120, interval=0.5)
+    restarts = statuses(pod)[SIDECAR].get("restartCount", 0) + 1
+    pod = wait_for(
+        "the sidecar to be restarted and Ready again",
+        lambda: sidecar_restarted(cluster, "wedged", name, restarts),
+        timeout=120,
+        interval=0.5,
+    )
     SUMMARY["daemon frozen -> restarted and Ready (liveness)"] = time.monotonic() - start
     last = statuses(pod)[SIDECAR]["lastState"]["terminated"]
     assert last["exitCode"] == 137, last  # SIGKILL after the grace: it was frozen
@@ -417,6 +432,49 @@ def test_a_daemon_killed_by_its_liveness_probe_restarts_and_recovers_its_executi
         "interrupt-sidecar", "run", "--", "true",
     )  # fmt: skip
     assert "interrupted" not in attached
+
+
+GROW = """
+import grpc, os, sys
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb, interrupt_pb2_grpc as rpc
+with grpc.insecure_channel(os.environ["INTERRUPT_SIDECAR_ADDRESS"]) as channel:
+    stub = rpc.CoordinatorServiceStub(channel)
+    # The daemon's bounds: 64 labels of up to 256 characters each, ~16 KB an execution.
+    labels = {f"ballast{k}": f"{k:03d}" + "x" * 250 for k in range(64)}
+    for i in range(int(sys.argv[1])):
+        stub.BeginExecution(pb.BeginExecutionRequest(labels=labels), timeout=10)
+"""
+
+
+def test_a_daemon_killed_by_the_oom_killer_restarts_and_recovers_its_executions(cluster: Cluster, wedged: str) -> None:
+    """The kernel's OOM killer, in the daemon container's memory cgroup: its limit is
+    lowered (from the node, cgroup v1) to just above what the daemon uses, and the
+    daemon is made to grow (executions with large labels). The runtime reports
+    OOMKilled, the kubelet restarts the sidecar, the execution begun before is back."""
+    pod = agent_pod(cluster, "wedged")
+    name = pod["metadata"]["name"]
+    execution = f"oom-survivor-{secrets.token_hex(3)}"
+    exec_in(cluster, "wedged", name, "agent", "interrupt-sidecar", "begin", f"--id={execution}")
+    daemon = task_pid(cluster, container_id(pod, SIDECAR))
+    memory = next(line.split(":", 2)[2] for line in Path(f"/proc/{daemon}/cgroup").read_text().splitlines()
+                  if line.split(":")[1] == "memory")  # fmt: skip
+    cgroup = Path("/sys/fs/cgroup/memory") / memory.lstrip("/")
+    usage = int((cgroup / "memory.usage_in_bytes").read_text())
+    (cgroup / "memory.limit_in_bytes").write_text(str(usage + 8 * 2**20))
+    restarts = statuses(pod)[SIDECAR].get("restartCount", 0) + 1
+    start = time.monotonic()
+    grow = cluster.kubectl("exec", "-n", "wedged", name, "-c", "agent", "--", "python", "-c", GROW, "5000", check=False)
+    pod = wait_for(
+        "the sidecar to be restarted and Ready again",
+        lambda: sidecar_restarted(cluster, "wedged", name, restarts),
+        timeout=120,
+        interval=0.5,
+    )
+    SUMMARY["daemon OOM-killed -> restarted and Ready"] = time.monotonic() - start
+    last = statuses(pod)[SIDECAR]["lastState"]["terminated"]
+    assert last["reason"] == "OOMKilled", (last, grow.stderr[-2000:])
+    status = json.loads(exec_in(cluster, "wedged", name, "agent", "interrupt-sidecar", "status", "--json", execution))
+    assert status["execution"]["execution_id"] == execution and not status["execution"].get("cancelled"), status
 
 
 # -- pod deletion: the order of shutdown, and nothing left behind -------------------
