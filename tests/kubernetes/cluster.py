@@ -440,6 +440,10 @@ state = "{base / "state"}"
                 if target != str(self.dir / "kubelet"):
                     left.append(f"mount {target}")
                 subprocess.run(["umount", "-l", target], check=False, capture_output=True)
+        # runc's state of a CRI container (namespace k8s.io) outlives no container.
+        state = Path("/run/containerd/runc/k8s.io")
+        if state.is_dir():
+            left += [f"runtime state {p}" for p in state.iterdir()]
         if subprocess.run(["ip", "link", "show", BRIDGE], capture_output=True, check=False).returncode == 0:
             subprocess.run(["ip", "link", "del", BRIDGE], check=False, capture_output=True)
         return left
