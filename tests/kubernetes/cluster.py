@@ -142,7 +142,10 @@ class Cluster:
         with log.open("wb") as out:
             # A session of its own: a signal meant for the test runner's group
             # does not reach it, and it is stopped by its PID alone.
-            process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            # TZ=UTC: the tests read klog's times (which carry no zone) as UTC.
+            process = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, "TZ": "UTC"}
+            )
         server = Server(name, process, log)
         self.servers.append(server)
         return server
