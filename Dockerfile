@@ -4,9 +4,12 @@
 #   docker build -t REGISTRY/interrupt-sidecar:0.1.0 .
 # The base is pinned to an exact tag, the interpreter the tests run on; pin its
 # digest too when you publish (docker buildx imagetools inspect python:3.11.7-slim-bookworm).
+# It is an argument only so that `make image` can build offline on a local
+# stand-in (scripts/make_base_standin.sh) when no registry is reachable.
+ARG BASE=python:3.11.7-slim-bookworm
 
 # -- build: wheels for the daemon, the client and every dependency --------------
-FROM python:3.11.7-slim-bookworm AS build
+FROM ${BASE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY clients/python/ clients/python/
@@ -15,7 +18,7 @@ COPY sidecar/ sidecar/
 RUN pip wheel --wheel-dir /wheels ./clients/python .
 
 # -- runtime ---------------------------------------------------------------------
-FROM python:3.11.7-slim-bookworm
+FROM ${BASE}
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 # Installed from the wheels alone: nothing is fetched in this stage.

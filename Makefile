@@ -12,7 +12,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 BUF    := tools/node_modules/.bin/buf
 
-.PHONY: demo serve test install install-test protos check-protos docs check-docs version-check lint typecheck clients pytest clean
+.PHONY: demo serve test install install-test protos check-protos docs check-docs version-check lint typecheck clients pytest clean image e2e-kubernetes
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -91,6 +91,22 @@ pytest: install-test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test: check-protos lint typecheck clients pytest
+
+# The daemon's image, built with podman from the Dockerfile (scripts/build_image.sh:
+# the pinned base when podman has it, else a stand-in made from Debian's packages).
+image:
+	bash scripts/build_image.sh
+
+# The chart on a real one-node cluster (tests/kubernetes, docs/kubernetes.md): builds
+# etcd, the control plane and the kubelet from the Go module proxy (cached under
+# build/kubernetes; tens of minutes cold), installs containerd/runc/CNI from Debian,
+# builds the image, runs the tests and stops everything it started. Needs root.
+# Not part of `make test`: its cold build alone would take CI over its budget.
+e2e-kubernetes: install-test
+	@start=$$(date +%s); \
+	nice -n 10 bash scripts/ensure_kubernetes.sh && bash scripts/ensure_node.sh && \
+	INTERRUPT_SIDECAR_E2E_KUBERNETES=1 $(BIN)/python -m pytest tests/kubernetes -m "slow or not slow" -v; \
+	rc=$$?; echo "e2e-kubernetes: exit $$rc after $$(( $$(date +%s) - start )) s"; exit $$rc
 
 clean:
 	rm -rf $(VENV) tools/node_modules .mypy_cache .pytest_cache .ruff_cache

@@ -17,6 +17,12 @@ The roles, each its own process, as the chart lays them out:
 ``watch``  the kubelet's readiness probe, asked continuously from before the
            pod's deletion until the health listener is gone.
 
+What this simulation leaves out, shown on a real node by tests/kubernetes: when
+the agent container's main process exits, the container runtime SIGKILLs every
+process left in that container. The ``tool`` here, which outlives the agent until
+the sidecar's SIGTERM, stands for a tool the daemon can still reach then, such as
+one in another container of the pod.
+
 The kubelet dials the pod IP; the pod's own network namespace has only loopback
 here, and the daemon binds the chart's 0.0.0.0:<port>, so the probes dial 127.0.0.1.
 

@@ -26,10 +26,16 @@ def instructions() -> list[tuple[str, str]]:
 
 
 def test_multi_stage_with_pinned_bases() -> None:
-    froms = [rest for keyword, rest in instructions() if keyword == "FROM"]
+    steps = instructions()
+    # ARGs before the first FROM are the only ones a FROM line can use; their
+    # defaults are what a plain `docker build .` builds on.
+    first_from = next(i for i, (k, _) in enumerate(steps) if k == "FROM")
+    args = dict(rest.partition("=")[::2] for keyword, rest in steps[:first_from] if keyword == "ARG")
+    froms = [rest for keyword, rest in steps if keyword == "FROM"]
     assert len(froms) >= 2, "multi-stage: a build stage and a runtime stage"
     for image in froms:
-        ref = image.split()[0]
+        ref = re.sub(r"\$\{(\w+)\}", lambda m: args.get(m.group(1), ""), image.split()[0])
+        assert ref, f"FROM {image}: an ARG without a default"
         pinned_digest = re.search(r"@sha256:[0-9a-f]{64}$", ref)
         exact_tag = re.search(r":\d+\.\d+\.\d+[-\w.]*$", ref)
         assert pinned_digest or exact_tag, f"FROM {ref}: pin an exact version or digest"
@@ -98,7 +104,7 @@ def test_wheels_of_the_daemon_and_the_client_build(tmp_path: Path) -> None:
         names = daemon.namelist()
         assert "interrupt_sidecar/cli.py" in names and "interrupt_sidecar/server.py" in names
         entry_points = daemon.read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
-        assert "interrupt-sidecar = interrupt_sidecar.cli:main" in entry_points
+        assert "interrupt-sidecar = interrupt_sidecar.entry:main" in entry_points
         metadata = daemon.read(next(n for n in names if n.endswith("METADATA"))).decode()
         assert "Requires-Dist: interrupt-sidecar-client==0.1.0" in metadata
         assert "Requires-Dist: grpcio-health-checking" in metadata  # the exec probe imports it
