@@ -65,6 +65,23 @@ def test_the_wrapper_is_a_client_of_the_daemon() -> None:
                 assert allowed, f"wrapper/{path.name} imports daemon internals: {name}"
 
 
+# `interrupt-sidecar mcp` (sidecar/mcp) is a top layer and a client of the daemon too, like the
+# wrapper: the Python client over gRPC, the /proc reader, and the wrapper's process helpers
+# (becoming a subreaper, the exit codes), which are the same for both top layers.
+MCP_ALLOWED = {"mcp", "config", "errors", "osedge.procfs", "wrapper.spawn", "wrapper.exits"}
+
+
+def test_the_mcp_bridge_is_a_client_of_the_daemon() -> None:
+    paths = sorted((SIDECAR / "mcp").glob("*.py"))
+    assert paths, "sidecar/interrupt_sidecar/mcp is missing"
+    for path in paths:
+        for name in imports_of(path):
+            parts = name.split(".")
+            if parts[0] == "interrupt_sidecar" and len(parts) > 1:
+                allowed = parts[1] in MCP_ALLOWED or ".".join(parts[1:3]) in MCP_ALLOWED
+                assert allowed, f"mcp/{path.name} imports daemon internals: {name}"
+
+
 # The generated wire code ships inside the client's distribution (its `_proto` subpackage);
 # that, and nothing else of the client, is the daemon's to import.
 WIRE_CODE = "interrupt_sidecar_client._proto"
@@ -76,6 +93,6 @@ def test_the_daemon_does_not_use_the_client_or_the_wrapper(layer: str) -> None:
         for name in imports_of(path):
             if name == WIRE_CODE or name.startswith(WIRE_CODE + "."):
                 continue
-            assert not name.startswith(("interrupt_sidecar_client", "interrupt_sidecar.wrapper")), (
-                f"{layer}/{path.name}: {name}"
-            )
+            assert not name.startswith(
+                ("interrupt_sidecar_client", "interrupt_sidecar.wrapper", "interrupt_sidecar.mcp")
+            ), f"{layer}/{path.name}: {name}"
