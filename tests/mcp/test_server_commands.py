@@ -1,0 +1,124 @@
+"""``mcp-server-commands`` (npm) through the bridge, driven by the official Python SDK client.
+
+On its own this server never answers a cancelled ``run_command`` and leaves the command
+running (and orphaned when the client closes it by signalling its pid): see bench/.
+Through the bridge the agent is answered at the trip, the command is gone at the grace,
+the server survives, and nothing outlives the session whatever the close sequence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from tests.mcp.raw_agent import RawAgent
+from tests.mcp.support import (
+    BRIDGE,
+    COMMANDS,
+    TAP,
+    Turns,
+    alive,
+    assert_one_answer_each,
+    eventually,
+    parent_of,
+    processes_running,
+    within,
+)
+
+
+def unique_sleep() -> tuple[str, str]:
+    """A ``sleep`` no other test (or helper on this host) runs: its argv identifies it."""
+    return "sleep", f"{300 + random.random():.6f}"
+
+
+def bridged(turns: Turns, *extra: str, tap: Path | None = None) -> StdioServerParameters:
+    argv = [*BRIDGE, *extra, "--", *COMMANDS]
+    if tap is not None:
+        argv = [*TAP, str(tap), "--", *argv]
+    return StdioServerParameters(command=argv[0], args=argv[1:], env=turns.env())
+
+
+def text_of(result: object) -> str:
+    content = getattr(result, "content", [])
+    return " ".join(getattr(c, "text", "") for c in content)
+
+
+@pytest.mark.timeout(60)
+async def test_the_command_is_killed_and_the_server_survives(turns: Turns, tmp_path: Path) -> None:
+    turns.begin(grace=0.3)
+    sleep = unique_sleep()
+    log = tmp_path / "agent.log"
+    async with Client(bridged(turns, tap=log)) as client:
+        call = asyncio.create_task(client.call_tool("run_command", {"command": " ".join(sleep)}))
+        [pid] = await eventually(lambda: processes_running(*sleep))
+        turns.interrupt()
+        result = await within(call, 10)
+        assert result.is_error
+        assert "Interrupted" in text_of(result) and "USER_SIGINT" in text_of(result)
+        # Gone after the grace (0.3 s), the server still up: the next turn's call works.
+        await eventually(lambda: not alive(pid), timeout=10)
+        turns.begin()
+        after = await within(client.call_tool("run_command", {"command": "echo survived"}), 15)
+        assert not after.is_error and "survived" in text_of(after)
+    assert_one_answer_each(log)
+
+
+@pytest.mark.timeout(60)
+async def test_a_new_call_of_a_tripped_turn_never_reaches_the_server(turns: Turns, tmp_path: Path) -> None:
+    turns.begin()
+    sleep = unique_sleep()
+    async with Client(bridged(turns)) as client:
+        turns.interrupt()
+        result = await within(client.call_tool("run_command", {"command": " ".join(sleep)}), 15)
+        assert result.is_error and "Interrupted" in text_of(result)
+        await asyncio.sleep(0.3)  # had it reached the server, the sleep would be running by now
+        assert not processes_running(*sleep)
+        listed = await within(client.list_tools(), 15)  # listing passes through
+        assert [t.name for t in listed.tools] == ["run_command"]
+
+
+@pytest.mark.timeout(60)
+async def test_without_a_token_the_bridge_is_a_pipe(turns: Turns) -> None:
+    env = {k: v for k, v in turns.env().items() if k != "INTERRUPT_SIDECAR_TOKEN_FILE"}
+    argv = [*BRIDGE, "--", *COMMANDS]
+    async with Client(StdioServerParameters(command=argv[0], args=argv[1:], env=env)) as client:
+        result = await within(client.call_tool("run_command", {"command": "echo plain"}), 15)
+        assert "plain" in text_of(result)
+
+
+@pytest.mark.timeout(60)
+async def test_the_sdk_close_leaves_nothing_behind(turns: Turns) -> None:
+    """The Python SDK's close: stdin closed, then the group SIGTERMed and SIGKILLed. The
+    command leaves the group (``setsid``), so the SDK's group kill alone would miss it."""
+    turns.begin()
+    sleep = unique_sleep()
+    async with Client(bridged(turns)) as client:
+        command = f"setsid {' '.join(sleep)}"
+        asyncio.create_task(client.call_tool("run_command", {"command": command}))  # noqa: RUF006
+        [pid] = await eventually(lambda: processes_running(*sleep))
+    await eventually(lambda: not alive(pid), timeout=10)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("how", ["stdin", "sigterm"])
+async def test_any_close_sequence_leaves_nothing_behind(turns: Turns, how: str) -> None:
+    """``stdin``: the agent just closes the pipe. ``sigterm``: the TypeScript SDK's escalation
+    (the bridge's pid only) without closing stdin first — the server and the command must
+    still not outlive the bridge."""
+    turns.begin()
+    sleep = unique_sleep()
+    agent = await RawAgent.start([*BRIDGE, "--", *COMMANDS], turns.env())
+    try:
+        await agent.handshake()
+        agent.call(1, "run_command", {"command": " ".join(sleep)})
+        [pid] = await eventually(lambda: processes_running(*sleep))
+        [server] = [p for p in processes_running(*COMMANDS) if parent_of(p) == agent.process.pid]
+        await agent.close(how)
+        await eventually(lambda: not alive(pid) and not alive(server), timeout=10)
+    finally:
+        await agent.kill()
