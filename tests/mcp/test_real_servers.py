@@ -49,10 +49,10 @@ async def test_everything_long_operation_answered_at_the_trip_and_no_progress_af
     turns: Turns, tmp_path: Path
 ) -> None:
     turns.begin()
-    progress: list[tuple[float, float]] = []
+    seen: list[tuple[float, float]] = []
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append((time.monotonic(), value))
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((time.monotonic(), progress))
 
     log = tmp_path / "agent.log"
     async with Client(bridged(turns, EVERYTHING, tap=log)) as client:
@@ -61,7 +61,7 @@ async def test_everything_long_operation_answered_at_the_trip_and_no_progress_af
                 "trigger-long-running-operation", {"duration": 20, "steps": 40}, progress_callback=on_progress
             )
         )
-        await eventually(lambda: len(progress) >= 2)  # mid-way: progress flows every 0.5 s
+        await eventually(lambda: len(seen) >= 2)  # mid-way: progress flows every 0.5 s
         tripped_at = turns.interrupt()
         result = await within(call, 10)
         answered_at = time.monotonic()
@@ -69,7 +69,7 @@ async def test_everything_long_operation_answered_at_the_trip_and_no_progress_af
         assert answered_at - tripped_at < ANSWERED_WITHIN_S
         # The server goes on (it ignores the cancel); 3 of its 0.5 s steps later, nothing of it came through.
         await asyncio.sleep(1.5)
-        assert [p for p in progress if p[0] > answered_at] == []
+        assert [p for p in seen if p[0] > answered_at] == []
         turns.begin()
         echoed = await within(client.call_tool("echo", {"message": "still here"}), 15)
         assert "still here" in text_of(echoed)
