@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +106,7 @@ async def test_a_trip_during_initialization_cancels_nothing(turns: Turns, tmp_pa
         handshake = asyncio.create_task(agent.handshake())
         await eventually(lambda: any(m.get("method") == "initialize" for m in server_log(log)))
         turns.interrupt()
-        time.sleep(0.05)
+        await asyncio.sleep(0.05)
         hold.write_text("go")
         answer = await asyncio.wait_for(handshake, 15)
         assert "result" in answer  # the handshake completes untouched
