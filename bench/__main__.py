@@ -15,7 +15,7 @@ from typing import Any
 from bench import procs, report
 from bench.context import Context, Options
 
-PARTS = ("delivery", "fanout", "load", "kill", "turns", "memory", "poller", "cascade")
+PARTS = ("delivery", "fanout", "load", "kill", "turns", "memory", "poller", "cascade", "mcp")
 
 
 def parse(argv: list[str] | None) -> Options:
@@ -49,6 +49,7 @@ def parse(argv: list[str] | None) -> Options:
         "--memory-turns", type=int, help="turns in each of the memory part's two churn rounds; default 5000, quick 200"
     )
     p.add_argument("--poller-trials", type=int, help="detections per repeat; default 1000, quick 100")
+    p.add_argument("--mcp-trials", type=int, help="MCP interrupts per server and path; default 10, quick 1")
     p.add_argument(
         "--profile", action="store_true", help="also profile the daemon with py-spy (needs the [bench] extra)"
     )
@@ -100,6 +101,7 @@ def parse(argv: list[str] | None) -> Options:
         memory_streams=[int(x) for x in pick(a.memory_streams, "1000,5000", "100,200").split(",")],
         memory_turns=pick(a.memory_turns, 5000, 200),
         poller_trials=pick(a.poller_trials, 1000, 100),
+        mcp_trials=pick(a.mcp_trials, 10, 1),
         profile=a.profile,
         plots=not a.no_plots,
         out=a.out,

@@ -33,6 +33,7 @@ class Options:
     memory_streams: list[int]
     memory_turns: int
     poller_trials: int
+    mcp_trials: int
     profile: bool
     plots: bool
     out: str
