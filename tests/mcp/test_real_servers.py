@@ -34,6 +34,10 @@ from tests.mcp.support import (
 ANSWERED_WITHIN_S = 2.0
 
 
+# Real third-party servers (node, a venv of their own): seconds each, so marked slow (`make test` runs them).
+pytestmark = pytest.mark.slow
+
+
 def bridged(turns: Turns, server: list[str], *extra: str, tap: Path | None = None, **env: str) -> StdioServerParameters:
     argv = [*BRIDGE, *extra, "--", *server]
     if tap is not None:

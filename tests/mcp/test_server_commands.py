@@ -30,6 +30,9 @@ from tests.mcp.support import (
     within,
 )
 
+# Real third-party servers (node, a venv of their own): seconds each, so marked slow (`make test` runs them).
+pytestmark = pytest.mark.slow
+
 
 def unique_sleep() -> tuple[str, str]:
     """A ``sleep`` no other test (or helper on this host) runs: its argv identifies it."""
@@ -122,3 +125,43 @@ async def test_any_close_sequence_leaves_nothing_behind(turns: Turns, how: str) 
         await eventually(lambda: not alive(pid) and not alive(server), timeout=10)
     finally:
         await agent.kill()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("scope", ["call", "turn"])
+async def test_the_kill_scope_decides_what_else_goes(turns: Turns, scope: str) -> None:
+    """A call of the turn left a job in the background and returned; a second call is
+    interrupted. Scope ``call`` kills the second call's command only; ``turn`` the job too."""
+    turns.begin(grace=0.2)
+    job, command = unique_sleep(), unique_sleep()
+    async with Client(bridged(turns, "--scope", scope)) as client:
+        started = f"{' '.join(job)} >/dev/null 2>&1 &"
+        assert not (await within(client.call_tool("run_command", {"command": started}), 15)).is_error
+        [job_pid] = await eventually(lambda: processes_running(*job))
+        call = asyncio.create_task(client.call_tool("run_command", {"command": " ".join(command)}))
+        [pid] = await eventually(lambda: processes_running(*command))
+        turns.interrupt()
+        await within(call, 10)
+        await eventually(lambda: not alive(pid), timeout=10)
+        if scope == "turn":
+            await eventually(lambda: not alive(job_pid), timeout=10)
+        else:
+            await asyncio.sleep(0.3)
+            assert alive(job_pid)
+    await eventually(lambda: not alive(job_pid), timeout=10)  # the session's end takes it in any case
+
+
+@pytest.mark.timeout(60)
+async def test_scope_server_restarts_the_server_for_the_next_turn(turns: Turns) -> None:
+    turns.begin(grace=0.2)
+    sleep = unique_sleep()
+    async with Client(bridged(turns, "--scope", "server")) as client:
+        first = text_of(await within(client.call_tool("run_command", {"command": "echo $PPID"}), 15)).strip()
+        call = asyncio.create_task(client.call_tool("run_command", {"command": " ".join(sleep)}))
+        [pid] = await eventually(lambda: processes_running(*sleep))
+        turns.interrupt()
+        assert (await within(call, 10)).is_error
+        await eventually(lambda: not alive(pid) and not alive(int(first)), timeout=10)
+        turns.begin()
+        second = text_of(await within(client.call_tool("run_command", {"command": "echo $PPID"}), 30)).strip()
+        assert second.isdigit() and second != first

@@ -13,6 +13,9 @@ import pytest
 
 from tests.mcp.support import BRIDGE, COMMANDS, HERE, Turns, alive, eventually, parent_of, processes_running, within
 
+# A real node client and server: seconds, so marked slow (`make test` runs it).
+pytestmark = pytest.mark.slow
+
 
 async def event(process: asyncio.subprocess.Process) -> dict[str, Any]:
     assert process.stdout is not None
