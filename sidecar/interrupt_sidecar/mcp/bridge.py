@@ -87,6 +87,10 @@ class Bridge:
         self._server_gone = asyncio.Event()
         self._exit_code: int | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: Runs with the daemon not unwound yet (a session that ends unwinds them all).
+        self._runs: set[CallRun] = set()
+        #: Servers started and not yet reaped: their exit status is asyncio's to collect.
+        self._server_pids: set[int] = set()
         self._starting: asyncio.Lock = asyncio.Lock()
 
     # -- plumbing --------------------------------------------------------------------------
@@ -95,6 +99,10 @@ class Bridge:
         task = asyncio.create_task(coro, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _unwind(self, run: CallRun, outcome: ToolOutcome, detail: str = "") -> None:
+        self._runs.discard(run)
+        self._spawn(run.unwind(outcome, detail), "unwind")
 
     def _bridge_id(self) -> str:
         return f"{BRIDGE_ID_PREFIX}{next(self._ids)}"
@@ -131,6 +139,7 @@ class Bridge:
             restart = self.server is not None
             self.server = ServerProcess(self.options.command, self._from_server, self._server_exited)
             await self.server.start()
+            self._server_pids.add(self.server.pid)
             if restart:
                 _say(f"restarted the server (pid {self.server.pid})")
                 await self._replay_handshake()
@@ -149,6 +158,7 @@ class Bridge:
             self._to_server(jsonrpc.encode(jsonrpc.notification("notifications/initialized", {})))
 
     def _server_exited(self, server: ServerProcess, code: int) -> None:
+        self._server_pids.discard(server.pid)
         if server is not self.server:
             return
         # Whatever the agent still waits for will not come from this server.
@@ -160,7 +170,7 @@ class Bridge:
                 )
             )
             if entry.run is not None:
-                self._spawn(entry.run.unwind(ToolOutcome.FAILED, "the MCP server stopped"), "unwind")
+                self._unwind(entry.run, ToolOutcome.FAILED, "the MCP server stopped")
         if not server.killed_by_bridge:
             # The server ended the session itself: so does the bridge, with its code.
             self._exit_code = code if code >= 0 else 128 - code
@@ -211,7 +221,7 @@ class Bridge:
             outcome, detail = ToolOutcome.FAILED, "the tool reported an error"
         else:
             outcome, detail = ToolOutcome.COMPLETED, ""
-        self._spawn(entry.run.unwind(outcome, detail), "unwind")
+        self._unwind(entry.run, outcome, detail)
 
     # -- the agent -------------------------------------------------------------------------
 
@@ -246,7 +256,7 @@ class Bridge:
                     continue  # the bridge answered it and told the server already
                 entry = self.table.pop(key)
                 if entry is not None and entry.run is not None:
-                    self._spawn(entry.run.unwind(ToolOutcome.INTERRUPTED, "cancelled by the agent"), "unwind")
+                    self._unwind(entry.run, ToolOutcome.INTERRUPTED, "cancelled by the agent")
             keep.append(message)
         if touched and keep:
             out: bytes | None = jsonrpc.encode([m.data for m in keep] if line.batch else keep[0].data)
@@ -271,9 +281,7 @@ class Bridge:
             entry.progress_key = jsonrpc.id_key(progress)
         if method == "tools/call" and turn is not None:
             if turn.cancellation is not None:
-                self._to_agent(
-                    jsonrpc.encode(trip.agent_answer(method, entry.request_id, turn.cancellation, self.era.era))
-                )
+                self._answer(method, entry.request_id, turn.cancellation)
                 return False, changed
             tool = params.get("name") if isinstance(params, dict) else None
             run = await attach_call(self.options.address, turn.token, str(tool or "?"), str(entry.request_id))
@@ -282,14 +290,11 @@ class Bridge:
                 if cancellation is not None:
                     # Tripped before the call reached the server: it never will.
                     self._trip(turn, cancellation)
-                    self._to_agent(
-                        jsonrpc.encode(trip.agent_answer(method, entry.request_id, cancellation, self.era.era))
-                    )
-                    self._spawn(
-                        run.unwind(ToolOutcome.INTERRUPTED, "tripped before the call reached the server"), "unwind"
-                    )
+                    self._answer(method, entry.request_id, cancellation)
+                    self._unwind(run, ToolOutcome.INTERRUPTED, "tripped before the call reached the server")
                     return False, changed
                 entry.run = run
+                self._runs.add(run)
                 loop = asyncio.get_running_loop()
                 run.on_cancel(lambda: self._call_soon(loop, turn, run))
             entry.baseline = processes.baseline(self.pid)
@@ -320,9 +325,7 @@ class Bridge:
         victims = [e for e in self.table.of_turn(turn) if e.method not in NEVER_TRIPPED]
         for entry in victims:
             self._to_server(jsonrpc.encode(trip.server_cancel(entry.request_id, cancellation)))
-            self._to_agent(
-                jsonrpc.encode(trip.agent_answer(entry.method, entry.request_id, cancellation, self.era.era))
-            )
+            self._answer(entry.method, entry.request_id, cancellation)
             self.table.answered_by_bridge(entry)
         for task_id in sorted(turn.tasks):
             self._spawn(self._request_server(trip.task_cancel(self._bridge_id(), task_id), 5.0), "tasks-cancel")
@@ -351,7 +354,7 @@ class Bridge:
         if scope is KillScope.SERVER:
             await asyncio.sleep(max(0.0, deadline - loop.time()))
             if server is not None and server.alive:
-                report = await server.kill_tree(kill_after)
+                report = await server.kill_tree(kill_after, self._server_pids - {server.pid})
         elif calls:
             # The server's own chance: poll until the calls' processes are gone or the grace is out.
             delay = 0.002
@@ -359,14 +362,16 @@ class Bridge:
                 await asyncio.sleep(min(delay, max(0.0, deadline - loop.time())))
                 delay = min(delay * 2, 0.02)
             if self._leftovers(spare, server_pid):
-                report = await processes.kill(self.pid, spare=spare, spare_pids={server_pid}, kill_after=kill_after)
+                report = await processes.kill(
+                    self.pid, spare=spare, spare_pids=self._server_pids, kill_after=kill_after
+                )
         detail = "answered the agent at the trip"
         if report.found:
             detail += f"; stopped {report.found} process(es) the call left running after the grace"
             _say(f"interrupted: stopped {report.found} process(es) left running after the grace")
         for entry in calls:
             if entry.run is not None:
-                self._spawn(entry.run.unwind(ToolOutcome.INTERRUPTED, detail), "unwind")
+                self._unwind(entry.run, ToolOutcome.INTERRUPTED, detail)
         await asyncio.sleep(max(0.0, deadline - loop.time()))
         await self._probe()
 
@@ -385,7 +390,7 @@ class Bridge:
         if answer is None and server is self.server and server.alive:
             _say(f"the server did not answer a {probe['method']} within {self.options.probe_timeout:g}s; restarting it")
             kill_after = self.options.kill_after if self.options.kill_after is not None else DEFAULT_GRACE_S
-            await server.kill_tree(kill_after)
+            await server.kill_tree(kill_after, self._server_pids - {server.pid})
 
     # -- the session -----------------------------------------------------------------------
 
@@ -406,6 +411,9 @@ class Bridge:
 
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(signum, on_signal, signum)
+        # Orphans re-parented to the bridge (the subreaper) are reaped as they exit, so a
+        # long session with a server that double-forks does not collect zombies.
+        loop.add_signal_handler(signal.SIGCHLD, lambda: processes.reap_orphans(self.pid, self._server_pids))
         try:
             await self._ensure_server()
         except OSError as error:
@@ -422,7 +430,7 @@ class Bridge:
             for task in (pump, stopping, server_gone):
                 task.cancel()
             await self._shutdown()
-            for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
                 loop.remove_signal_handler(signum)
         if stopped_by:
             return 128 + stopped_by[0]
@@ -452,17 +460,16 @@ class Bridge:
         server = self.server
         kill_after = self.options.kill_after if self.options.kill_after is not None else DEFAULT_GRACE_S
         if server is not None:
-            server.killed_by_bridge = True
-            await server.kill_tree(min(kill_after, 0.5))
+            await server.kill_tree(min(kill_after, 0.5), self._server_pids - {server.pid})
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(server.exited(), 1.0)
-        else:
-            await processes.kill(self.pid, kill_after=min(kill_after, 0.5))
-        for entry in list(self.table.in_flight.values()):
-            if entry.run is not None:
-                await entry.run.unwind(ToolOutcome.FAILED, "the MCP session ended")
+        # And whatever else is below the bridge: orphans of earlier servers and calls.
+        await processes.kill(self.pid, spare_pids=self._server_pids, kill_after=min(kill_after, 0.5))
         for task in list(self._tasks):
             task.cancel()
+        for run in list(self._runs):
+            outcome = ToolOutcome.INTERRUPTED if run.cancellation is not None else ToolOutcome.FAILED
+            await run.unwind(outcome, "the MCP session ended")
         if self._out is not None:
             with contextlib.suppress(ConnectionError, RuntimeError):
                 await self._out.drain()

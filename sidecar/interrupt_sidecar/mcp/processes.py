@@ -22,7 +22,7 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from interrupt_sidecar.osedge.procfs import ProcStat, descendants, scan, signal_process
@@ -77,17 +77,46 @@ async def kill(
     Repeats the scan until nothing is left, so processes forked during the kill are caught
     too (they are not in ``spare``: they appeared after the baseline).
     """
+    spare_set = set(spare)
+
+    def select() -> list[ProcStat]:
+        reap_orphans(root, spare_pids)
+        return [p for p in tree(root) if (p.pid, p.start) not in spare_set and p.pid not in spare_pids]
+
+    return await _kill_until_gone(select, kill_after)
+
+
+async def kill_family(
+    root: int, members: Collection[Identity], *, keep: Collection[int], kill_after: float
+) -> KillReport:
+    """Like :func:`kill`, for ``members`` and whatever they fork meanwhile, and nothing else
+    below ``root``: a server's tree, taken before the server was stopped (its orphans are
+    re-parented to the bridge, so they are no longer found below it), while a new server
+    may already be running beside them. ``keep``: pids whose exit status is not ours to reap."""
+    family = set(members)
+
+    def select() -> list[ProcStat]:
+        reap_orphans(root, keep)
+        table = scan()
+        alive = [p for p in table.values() if (p.pid, p.start) in family and not p.zombie]
+        for child in descendants(table, [p.pid for p in alive]):
+            family.add((child.pid, child.start))
+            alive.append(child)
+        return alive
+
+    return await _kill_until_gone(select, kill_after)
+
+
+async def _kill_until_gone(select: Callable[[], list[ProcStat]], kill_after: float) -> KillReport:
     loop = asyncio.get_running_loop()
     kill_at = loop.time() + kill_after
     report = KillReport()
     terminated: set[Identity] = set()
     killed: set[Identity] = set()
     seen: set[Identity] = set()
-    spare_set = set(spare)
     delay = 0.001
     while True:
-        reap_orphans(root, spare_pids)
-        alive = [p for p in tree(root) if (p.pid, p.start) not in spare_set and p.pid not in spare_pids]
+        alive = select()
         seen.update((p.pid, p.start) for p in alive)
         report.found = len(seen)
         if not alive:

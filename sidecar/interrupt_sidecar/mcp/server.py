@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from interrupt_sidecar.mcp import processes
 
@@ -110,11 +110,16 @@ class ServerProcess:
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(self._pump)
 
-    async def kill_tree(self, kill_after: float) -> processes.KillReport:
-        """Stop the server and everything below it: SIGTERM, SIGKILL after ``kill_after`` s."""
+    async def kill_tree(self, kill_after: float, keep: Collection[int] = ()) -> processes.KillReport:
+        """Stop the server and everything below it: SIGTERM, SIGKILL after ``kill_after`` s.
+        ``keep``: pids of other servers of the bridge (a restarted one may already run)."""
         self.killed_by_bridge = True
-        report = processes.KillReport()
-        if self._process is not None and self._process.returncode is None:
+        if self._process is None:
+            return processes.KillReport()
+        # Its tree is taken first: once the server is gone, its orphans are the bridge's
+        # children, indistinguishable by parentage from a new server's.
+        members = {(p.pid, p.start) for p in processes.tree(self._process.pid)}
+        if self._process.returncode is None:
             # The server itself first (by its pid: unreaped, it cannot be a stranger), so it
             # cannot fork more while its descendants are being stopped.
             with contextlib.suppress(ProcessLookupError):
@@ -123,7 +128,6 @@ class ServerProcess:
                 with contextlib.suppress(ProcessLookupError):
                     self._process.kill()
                 await self.wait()
-        # Whatever it left (re-parented to the bridge, the subreaper).
-        rest = await processes.kill(os.getpid(), kill_after=kill_after)
-        report.found, report.killed, report.survivors = rest.found + 1, rest.killed, rest.survivors
-        return report
+        rest = await processes.kill_family(os.getpid(), members, keep=keep, kill_after=kill_after)
+        rest.found += 1
+        return rest

@@ -126,6 +126,10 @@ class CallRun:
     def on_cancel(self, listener: Callable[[], None]) -> None:
         self._run.signal.on_cancel(listener)
 
+    @property
+    def unwound(self) -> bool:
+        return self._unwound
+
     async def unwind(self, outcome: ToolOutcome, detail: str = "") -> None:
         if self._unwound:
             return
