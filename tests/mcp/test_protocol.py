@@ -5,6 +5,8 @@ detection as units."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -124,3 +126,20 @@ def test_a_stateless_request_settles_the_stateless_era() -> None:
     probe = era.probe("y")
     assert probe is not None and probe["method"] == "server/discover"
     assert probe["params"]["_meta"][jsonrpc.PROTOCOL_VERSION_META] == "2026-07-28"
+
+
+# -- the command line ---------------------------------------------------------------------
+
+
+def run_bridge(*argv: str, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INTERRUPT_SIDECAR_")}
+    return subprocess.run([*BRIDGE, *argv], input=stdin, capture_output=True, timeout=30, env=env, check=False)
+
+
+@pytest.mark.timeout(60)
+def test_exit_codes_and_opaque_lines() -> None:
+    # Not JSON-RPC: passed through untouched, both ways; the server's code is the bridge's.
+    done = run_bridge("--", "sh", "-c", 'read line; echo "$line"; exit 3', stdin=b"not json at all\n")
+    assert (done.returncode, done.stdout) == (3, b"not json at all\n")
+    assert run_bridge("--", "/nonexistent/server", stdin=b"").returncode == 127
+    assert run_bridge(stdin=b"").returncode == 2

@@ -6,7 +6,7 @@ the OS edge's ``/proc`` reader (``interrupt_sidecar.osedge.procfs``), nothing el
 daemon. ``jsonrpc`` is the framing and the protocol eras, ``turns`` how a request finds
 its turn (and its run with the daemon), ``tracking`` the requests in flight, ``trip``
 what is said at a trip, ``processes`` what a call started and how it is killed,
-``server`` the server process, ``bridge`` the session that ties them, ``command`` the
+``server`` the server process, ``stdio`` the agent's side, ``bridge`` the session that ties them, ``command`` the
 subcommand. Users' guide: docs/mcp.md.
 """
 

@@ -37,6 +37,7 @@ from interrupt_sidecar_client import Cancellation, ToolOutcome
 
 from interrupt_sidecar.mcp import jsonrpc, processes, trip
 from interrupt_sidecar.mcp.server import LINE_LIMIT, ServerProcess
+from interrupt_sidecar.mcp.stdio import AgentOutput, open_stdio
 from interrupt_sidecar.mcp.tracking import InFlight, RequestTable
 from interrupt_sidecar.mcp.trip import KillScope
 from interrupt_sidecar.mcp.turns import TOKEN_META, CallRun, TokenSources, Turn, attach_call
@@ -83,7 +84,7 @@ class Bridge:
         self.server: ServerProcess | None = None
         self._ids = itertools.count(1)
         self._waiters: dict[str, asyncio.Future[jsonrpc.Message]] = {}
-        self._out: asyncio.StreamWriter | None = None
+        self._out: AgentOutput | None = None
         self._server_gone = asyncio.Event()
         self._exit_code: int | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -396,12 +397,7 @@ class Bridge:
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=LINE_LIMIT)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(0, "rb", closefd=False))
-        transport, protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, os.fdopen(1, "wb", closefd=False)
-        )
-        self._out = asyncio.StreamWriter(transport, protocol, None, loop)
+        reader, self._out = await open_stdio(LINE_LIMIT)
         stop = asyncio.Event()
         stopped_by: list[int] = []
 
