@@ -221,7 +221,7 @@ def _figure(samples: list[dict[str, Any]], key: str) -> dict[str, Any]:
     values = [s[key] for s in samples if s[key] is not None]
     figure: dict[str, Any] = {"of": len(samples), "count": len(values)}
     if values:
-        figure |= summarize(values)
+        figure |= summarize(values) | {"repeats": 1}  # the trials interleave the paths: one repeat
     return figure
 
 
