@@ -143,3 +143,21 @@ def test_exit_codes_and_opaque_lines() -> None:
     assert (done.returncode, done.stdout) == (3, b"not json at all\n")
     assert run_bridge("--", "/nonexistent/server", stdin=b"").returncode == 127
     assert run_bridge(stdin=b"").returncode == 2
+
+
+@pytest.mark.timeout(60)
+async def test_a_token_in_meta_names_the_turn_and_never_reaches_the_server(turns: Turns, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    env = {k: v for k, v in turns.env().items() if k != "INTERRUPT_SIDECAR_TOKEN_FILE"}
+    agent = await RawAgent.start([*BRIDGE, "--", *SCRIPTED], {**env, "SCRIPTED_LOG": str(log)})
+    try:
+        await agent.handshake()
+        begun = turns.begin(grace=0.05)
+        meta = {"dev.interruptsidecar/token": begun.attach_token, "progressToken": 7}
+        agent.call(31, "wait", {"release": str(tmp_path / "never")}, meta=meta)
+        [forwarded] = await eventually(lambda: [m for m in server_log(log) if m.get("id") == 31])
+        assert forwarded["params"]["_meta"] == {"progressToken": 7}  # the capability stays with the bridge
+        turns.interrupt()
+        assert "Interrupted" in json.dumps(await agent.answer(31))
+    finally:
+        await agent.kill()

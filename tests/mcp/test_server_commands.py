@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client
@@ -165,3 +166,21 @@ async def test_scope_server_restarts_the_server_for_the_next_turn(turns: Turns) 
         turns.begin()
         second = text_of(await within(client.call_tool("run_command", {"command": "echo $PPID"}), 30)).strip()
         assert second.isdigit() and second != first
+
+
+@pytest.mark.timeout(60)
+async def test_the_python_sdk_can_name_the_turn_per_call(turns: Turns) -> None:
+    """No token file: the host passes each call's token in ``_meta`` (``call_tool(meta=...)``)."""
+    env = {k: v for k, v in turns.env().items() if k != "INTERRUPT_SIDECAR_TOKEN_FILE"}
+    argv = [*BRIDGE, "--", *COMMANDS]
+    sleep = unique_sleep()
+    async with Client(StdioServerParameters(command=argv[0], args=argv[1:], env=env)) as client:
+        begun = turns.begin(grace=0.2)
+        # An open map in the SDK (extra keys round-trip), which mypy's TypedDict cannot say.
+        meta: Any = {"dev.interruptsidecar/token": begun.attach_token}
+        call = asyncio.create_task(client.call_tool("run_command", {"command": " ".join(sleep)}, meta=meta))
+        [pid] = await eventually(lambda: processes_running(*sleep))
+        turns.interrupt()
+        result = await within(call, 10)
+        assert result.is_error and "Interrupted" in text_of(result)
+        await eventually(lambda: not alive(pid), timeout=10)
