@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from interrupt_sidecar_client import EventKind, ExecutionEvent, ToolOutcome, aio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -184,3 +185,36 @@ async def test_the_python_sdk_can_name_the_turn_per_call(turns: Turns) -> None:
         result = await within(call, 10)
         assert result.is_error and "Interrupted" in text_of(result)
         await eventually(lambda: not alive(pid), timeout=10)
+
+
+@pytest.mark.timeout(60)
+async def test_the_daemon_sees_each_call_as_a_tool(turns: Turns) -> None:
+    """``WatchExecution`` shows the MCP call like any tool: attached under its name and id,
+    unwound INTERRUPTED, and a grace overrun because the server's work outlived the grace."""
+    begun = turns.begin(grace=0.2)
+    sleep = unique_sleep()
+    events: list[ExecutionEvent] = []
+
+    async def watch() -> None:
+        async with aio.AsyncCoordinator(turns.daemon.address) as coordinator:
+            async for event in coordinator.watch(begun.execution_id):
+                events.append(event)
+
+    watching = asyncio.create_task(watch())
+    await eventually(lambda: events)  # the snapshot: the watch is on
+    async with Client(bridged(turns)) as client:
+        call = asyncio.create_task(client.call_tool("run_command", {"command": " ".join(sleep)}))
+        [pid] = await eventually(lambda: processes_running(*sleep))
+        turns.interrupt()
+        await within(call, 10)
+        await eventually(lambda: not alive(pid), timeout=10)
+        await eventually(lambda: [e for e in events if e.kind is EventKind.TOOL_UNWOUND], timeout=10)
+    turns.coordinator.end(begun.execution_id)
+    await within(watching, 10)
+    kinds = [e.kind for e in events]
+    [attached] = [e.proto.tool_attached for e in events if e.kind is EventKind.TOOL_ATTACHED]
+    assert attached.tool_name == "mcp:run_command" and attached.tool_call_id.isdigit()
+    [unwound] = [e.proto.tool_unwound for e in events if e.kind is EventKind.TOOL_UNWOUND]
+    assert unwound.tool_name == "mcp:run_command" and unwound.outcome == int(ToolOutcome.INTERRUPTED)
+    assert EventKind.GRACE_OVERRUN in kinds
+    assert kinds.index(EventKind.TRIPPED) < kinds.index(EventKind.TOOL_UNWOUND)
