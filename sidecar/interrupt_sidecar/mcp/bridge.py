@@ -467,8 +467,11 @@ class Bridge:
             outcome = ToolOutcome.INTERRUPTED if run.cancellation is not None else ToolOutcome.FAILED
             await run.unwind(outcome, "the MCP session ended")
         if self._out is not None:
-            with contextlib.suppress(ConnectionError, RuntimeError):
-                await self._out.drain()
+            # Closing flushes what the pipe could not take yet (drain only waits for the
+            # buffer to go below its high-water mark): the agent's last answers must get out.
+            self._out.close()
+            with contextlib.suppress(ConnectionError, RuntimeError, TimeoutError):
+                await asyncio.wait_for(self._out.wait_closed(), 5.0)
 
 
 def _has_meta_token(params: dict[str, Any]) -> bool:

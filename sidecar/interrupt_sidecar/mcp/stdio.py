@@ -22,6 +22,10 @@ class AgentOutput(Protocol):
 
     async def drain(self) -> None: ...
 
+    def close(self) -> None: ...
+
+    async def wait_closed(self) -> None: ...
+
 
 class _FileOutput:
     """Blocking writes to a regular file (or anything a pipe transport refuses)."""
@@ -42,6 +46,12 @@ class _FileOutput:
         return self._closed
 
     async def drain(self) -> None:
+        return None
+
+    def close(self) -> None:
+        self._closed = True
+
+    async def wait_closed(self) -> None:
         return None
 
 
