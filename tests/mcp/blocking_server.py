@@ -14,8 +14,10 @@ server = FastMCP("blocking")
 
 
 @server.tool()
-def block(seconds: float) -> str:
-    """Block the whole server (a sync tool) for ``seconds``."""
+def block(seconds: float, started: str) -> str:
+    """Block the whole server (a sync tool) for ``seconds``, once the file ``started`` is written."""
+    with open(started, "w") as f:
+        f.write("blocking\n")
     time.sleep(seconds)
     return "done"
 

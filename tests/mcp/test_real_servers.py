@@ -134,8 +134,10 @@ async def test_a_server_blocked_by_a_sync_tool_is_restarted(turns: Turns, tmp_pa
         params = bridged(turns, BLOCKING, "--probe-timeout", "500ms")
         async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
             first = text_of(await within(client.call_tool("pid", {}), 30))
-            call = asyncio.create_task(client.call_tool("block", {"seconds": 600}))
-            await asyncio.sleep(0.2)
+            started = tmp_path / "blocking"
+            call = asyncio.create_task(client.call_tool("block", {"seconds": 600, "started": str(started)}))
+            # Blocking for sure (a cancel that arrived before the tool began would stop it cleanly).
+            await eventually(started.exists)
             turns.interrupt()
             result = await within(call, 10)
             assert result.is_error and "Interrupted" in text_of(result)

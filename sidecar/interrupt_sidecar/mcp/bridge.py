@@ -135,8 +135,12 @@ class Bridge:
     async def _ensure_server(self) -> None:
         """A live server to forward to: (re)started when the bridge killed the last one."""
         async with self._starting:
-            if self.server is not None and (self.server.alive or not self.server.killed_by_bridge):
-                return
+            if self.server is not None and not self.server.killed_by_bridge:
+                return  # alive, or it ended the session itself (the bridge is exiting)
+            if self.server is not None:
+                # Being killed, or dead but not yet reaped: what is forwarded now would be
+                # lost with it. Wait for its end (its requests are answered then), restart.
+                await self.server.exited()
             restart = self.server is not None
             self.server = ServerProcess(self.options.command, self._from_server, self._server_exited)
             await self.server.start()
