@@ -12,7 +12,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 BUF    := tools/node_modules/.bin/buf
 
-.PHONY: demo serve test install install-test protos check-protos docs check-docs version-check lint typecheck clients pytest clean image e2e-kubernetes
+.PHONY: demo serve test install install-test mcp-test-deps protos check-protos docs check-docs version-check lint typecheck clients pytest clean image e2e-kubernetes
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,19 @@ $(BUF): tools/package.json tools/package-lock.json
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test $(BUF)
 install-test: build/tools/.helm-version
+
+# Third-party MCP software for tests/mcp: npm servers and the TypeScript SDK client, and
+# mcp-shell-server in a venv of its own (it needs mcp<2; the tests' client is mcp 2.x).
+MCP_DEPS := build/mcp
+install-test: mcp-test-deps
+mcp-test-deps: tests/mcp/servers/node_modules/.installed $(MCP_DEPS)/shell-venv/.installed
+tests/mcp/servers/node_modules/.installed: tests/mcp/servers/package.json tests/mcp/servers/package-lock.json
+	cd tests/mcp/servers && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+$(MCP_DEPS)/shell-venv/.installed: tests/mcp/servers/requirements-shell.txt
+	$(PYTHON) -m venv $(MCP_DEPS)/shell-venv
+	$(MCP_DEPS)/shell-venv/bin/python -m pip --disable-pip-version-check -q install -r tests/mcp/servers/requirements-shell.txt
+	touch $@
 
 # Helm for the chart tests (tests/helm), built once from the Go module proxy.
 build/tools/.helm-version: scripts/ensure_helm.sh
@@ -109,4 +122,4 @@ e2e-kubernetes: install-test
 	rc=$$?; echo "e2e-kubernetes: exit $$rc after $$(( $$(date +%s) - start )) s"; exit $$rc
 
 clean:
-	rm -rf $(VENV) tools/node_modules .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) tools/node_modules tests/mcp/servers/node_modules $(MCP_DEPS) .mypy_cache .pytest_cache .ruff_cache

@@ -15,7 +15,7 @@ from typing import Any
 from bench import procs, report
 from bench.context import Context, Options
 
-PARTS = ("delivery", "fanout", "load", "kill", "turns", "memory", "poller", "cascade", "footprint")
+PARTS = ("delivery", "fanout", "load", "kill", "turns", "memory", "poller", "cascade", "footprint", "mcp")
 
 
 def parse(argv: list[str] | None) -> Options:
@@ -52,6 +52,7 @@ def parse(argv: list[str] | None) -> Options:
     p.add_argument("--footprint-starts", type=int, help="fresh starts of each server; default 5, quick 2")
     p.add_argument("--footprint-trials", type=int, help="runs of each command; default 10, quick 3")
     p.add_argument("--footprint-idle-seconds", type=float, help="idle window for wake-ups and CPU; default 20, quick 2")
+    p.add_argument("--mcp-trials", type=int, help="MCP interrupts per server and path; default 10, quick 1")
     p.add_argument(
         "--profile", action="store_true", help="also profile the daemon with py-spy (needs the [bench] extra)"
     )
@@ -106,6 +107,7 @@ def parse(argv: list[str] | None) -> Options:
         footprint_starts=pick(a.footprint_starts, 5, 2),
         footprint_trials=pick(a.footprint_trials, 10, 3),
         footprint_idle_seconds=pick(a.footprint_idle_seconds, 20.0, 2.0),
+        mcp_trials=pick(a.mcp_trials, 10, 1),
         profile=a.profile,
         plots=not a.no_plots,
         out=a.out,

@@ -36,6 +36,7 @@ class Options:
     footprint_starts: int
     footprint_trials: int
     footprint_idle_seconds: float
+    mcp_trials: int
     profile: bool
     plots: bool
     out: str

@@ -18,6 +18,38 @@ def _r(r: dict[str, float]) -> str:
     return f"{r.get('p50', float('nan')):.2f}× / {r.get('p99', float('nan')):.2f}×"
 
 
+def _count(figure: dict[str, Any] | None) -> str:
+    """``p50 / p99 ms (k of n)``, or ``never (0 of n)``."""
+    if figure is None:
+        return "—"
+    if not figure["count"]:
+        return f"never (0 of {figure['of']})"
+    return f"{figure['p50']:.1f} / {figure['p99']:.1f} ms ({figure['count']} of {figure['of']})"
+
+
+def _mcp_lines(m: dict[str, Any]) -> list[str]:
+    lines = [
+        f"## 9. MCP tool call interrupted: the server's own cancel vs `interrupt-sidecar mcp` "
+        f"(grace {m['grace_ms']:.0f} ms, window {m['window_s']:g} s, {m['trials']} trials each)",
+        "",
+        "t0: own cancel = `notifications/cancelled` written; bridge = `Interrupt` called. Times are p50 / p99 "
+        "from t0; survivors = the call's processes alive at the end of the window.",
+        "",
+        "| server | path | agent answered | call's processes gone | survivors | late progress |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, entry in m.items():
+        if not isinstance(entry, dict):
+            continue
+        for path in ("own_cancel", "bridge"):
+            e = entry[path]
+            lines.append(
+                f"| {name} | {path.replace('_', ' ')} | {_count(e['answered'])} | {_count(e['gone'])} | "
+                f"{e['survivors']} | {e['late_progress']} |"
+            )
+    return [*lines, ""]
+
+
 def markdown(results: dict[str, Any]) -> str:
     m = results["machine"]
     f = results["figures"]
@@ -145,6 +177,8 @@ def markdown(results: dict[str, Any]) -> str:
                 f"bare loop timer + killpg(SIGKILL) {_q(e['floor_sigkill_after_grace'])}.",
             ]
         lines.append("")
+    if "mcp" in f:
+        lines += _mcp_lines(f["mcp"])
     if "turns" in f:
         lines += [
             "## 5. Turn throughput (BeginExecution + EndExecution; floor: two bare unary echoes)",

@@ -47,6 +47,7 @@ LAYER_OF = {
     # Subcommands that are *clients* of the daemon: they reach it over gRPC (the Python
     # client, or the wire code), never through its internals.
     "wrapper": "clients",
+    "mcp": "clients",
     "top": "clients",
     "demo": "clients",
     # The command line on top of it all.

@@ -489,8 +489,19 @@ CLIENT_DOORBELL: Setting[str] = Setting(
     has_flag=False,
 )
 
-#: What the client subcommands (begin, interrupt, end, status, top), ``run`` and every client library read.
-CLIENT: tuple[Setting[str], ...] = (ADDRESS, TOKEN, AUTH_TOKEN, CLIENT_DOORBELL)
+TOKEN_FILE: Setting[str] = Setting(
+    "token_file",
+    "client",
+    "`interrupt-sidecar mcp` only: a file holding the current turn's attach token, which the agent rewrites at "
+    "each turn (docs/mcp.md)",
+    _text,
+    default_doc="none",
+    metavar="PATH",
+)
+
+#: What the client subcommands (begin, interrupt, end, status, top), ``run``, ``mcp`` and every
+#: client library read (TOKEN_FILE: ``mcp`` alone).
+CLIENT: tuple[Setting[str], ...] = (ADDRESS, TOKEN, AUTH_TOKEN, CLIENT_DOORBELL, TOKEN_FILE)
 
 #: Every setting, for the checks that nothing is defined elsewhere.
 ALL: tuple[Setting[object], ...] = (*SERVE, *CLIENT)

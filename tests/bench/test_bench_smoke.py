@@ -200,7 +200,18 @@ def test_quick_mode_measures_every_figure(tmp_path: Path) -> None:
     results = run_bench(tmp_path, timeout=280)
     check_machine(results)
     figures = results["figures"]
-    assert set(figures) == {"delivery", "fanout", "load", "kill", "turns", "memory", "poller", "cascade", "footprint"}
+    assert set(figures) == {
+        "delivery",
+        "fanout",
+        "load",
+        "kill",
+        "turns",
+        "memory",
+        "poller",
+        "cascade",
+        "footprint",
+        "mcp",
+    }
     check_delivery(figures["delivery"])
     assert {k.split("/")[0] for k in figures["delivery"]} == {"unix", "tcp"}
     assert {k.split("/")[1] for k in figures["delivery"]} == {"uvloop", "asyncio"}
@@ -228,4 +239,18 @@ def test_quick_mode_measures_every_figure(tmp_path: Path) -> None:
         check_latency(cascade[name], f"cascade {name}")
     check_ratio(cascade["ratio_to_single"], cascade["two_hops"], cascade["single_daemon"], "cascade")
     check_footprint(figures["footprint"])
+    check_mcp(figures["mcp"])
     check_targets(results)
+
+
+def check_mcp(m: dict[str, Any]) -> None:
+    for name in ("mcp-server-commands", "mcp-shell-server", "server-everything"):
+        bridge = m[name]["bridge"]
+        # Through the bridge every call is answered and nothing survives or leaks progress.
+        assert bridge["answered"]["count"] == bridge["answered"]["of"] == m["trials"], (name, bridge)
+        check_latency(bridge["answered"], f"mcp {name} answered")
+        assert bridge["survivors"] == 0 and bridge["late_progress"] == 0, (name, bridge)
+        if bridge["gone"] is not None:
+            check_latency(bridge["gone"], f"mcp {name} gone")
+        own = m[name]["own_cancel"]
+        assert own["answered"]["of"] == m["trials"] and own["survivors"] >= 0, (name, own)
