@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 BUF    := tools/node_modules/.bin/buf
 
-.PHONY: demo serve test install install-test protos check-protos lint typecheck clients pytest clean
+.PHONY: demo serve test install install-test protos check-protos lint typecheck clients pytest clean ensure-system-tools ensure-prometheus
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ install-test: build/tools/.helm-version
 # Helm for the chart tests (tests/helm), built once from the Go module proxy.
 build/tools/.helm-version: scripts/ensure_helm.sh
 	bash scripts/ensure_helm.sh
+
+# gcc, unshare/nsenter/mount and script for the tests that drive them (a skip is a failure in CI).
+install-test: ensure-system-tools
+ensure-system-tools:
+	sh scripts/ensure_system_tools.sh
 
 # Prometheus and promtool (Debian's package) for tests/observability; a no-op once installed.
 install-test: ensure-prometheus

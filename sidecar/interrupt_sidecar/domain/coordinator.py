@@ -152,7 +152,15 @@ class Coordinator:
                 self._children.setdefault(parent.execution_id, {})[execution_id] = execution
             self._tokens[token_id] = (token_digest, execution)
             self._token_of[execution_id] = token_id
-        self._effects.begun(execution)
+        try:
+            self._effects.begun(execution)
+        except BaseException:
+            # The effects refused it (the journal could not write it ahead): the begin
+            # fails, so the execution must never have existed.
+            with self._lock:
+                self._live.pop(execution_id, None)
+                self._unindex(execution)
+            raise
         if parent is not None:
             # Cascade: registered after the child is live, so a parent that trips
             # concurrently either sees the child in _children or this listener
@@ -228,25 +236,7 @@ class Coordinator:
                 if ended is not None:
                     return ended
                 raise NotFound(f"execution {execution_id!r} does not exist (or ended long ago)")
-            if execution.context_id:
-                siblings = self._by_context.get(execution.context_id, {})
-                siblings.pop(execution_id, None)
-                if not siblings:
-                    self._by_context.pop(execution.context_id, None)
-            if execution.parent_execution_id:
-                siblings_of_child = self._children.get(execution.parent_execution_id, {})
-                siblings_of_child.pop(execution_id, None)
-                if not siblings_of_child:
-                    self._children.pop(execution.parent_execution_id, None)
-            for index, key in ((self._by_session, execution.session_id), (self._by_task, execution.task_id)):
-                if key:
-                    members = index.get(key, {})
-                    members.pop(execution_id, None)
-                    if not members:
-                        index.pop(key, None)
-            token_id = self._token_of.pop(execution_id, None)
-            if token_id is not None:
-                self._tokens.pop(token_id, None)
+            self._unindex(execution)
             self._ended[execution_id] = execution
             forgotten = [
                 self._ended.popitem(last=False)[1] for _ in range(len(self._ended) - self._limits.ended_retention)
@@ -255,6 +245,29 @@ class Coordinator:
         for old in forgotten:
             old.forget()
         return execution
+
+    def _unindex(self, execution: Execution) -> None:
+        """Drop ``execution`` from every index but ``_live``/``_ended``. Holds the lock."""
+        execution_id = execution.execution_id
+        if execution.context_id:
+            siblings = self._by_context.get(execution.context_id, {})
+            siblings.pop(execution_id, None)
+            if not siblings:
+                self._by_context.pop(execution.context_id, None)
+        if execution.parent_execution_id:
+            siblings_of_child = self._children.get(execution.parent_execution_id, {})
+            siblings_of_child.pop(execution_id, None)
+            if not siblings_of_child:
+                self._children.pop(execution.parent_execution_id, None)
+        for index, key in ((self._by_session, execution.session_id), (self._by_task, execution.task_id)):
+            if key:
+                members = index.get(key, {})
+                members.pop(execution_id, None)
+                if not members:
+                    index.pop(key, None)
+        token_id = self._token_of.pop(execution_id, None)
+        if token_id is not None:
+            self._tokens.pop(token_id, None)
 
     # -- look-ups ------------------------------------------------------------
 
