@@ -98,8 +98,22 @@ class Coordinator:
     def restore(self, spec: ExecutionSpec, token_id: str, token_digest: bytes, begun_wall_ns: int) -> Execution:
         """Re-create an execution from the journal after a restart, with its id, its token
         (tools reattach with the token they hold) and its original begin time (a budget
-        keeps running from there; a lease starts afresh)."""
+        keeps running from there; a lease starts afresh).
+
+        It does not follow its parent yet: the caller first re-trips it with its journaled
+        trip (reason, detail, time), then calls ``follow_parent``. Linked at once, a parent
+        restored tripped would cascade into it with a new PARENT_CANCELLED trip stamped
+        now, and the journaled trip time would be lost."""
         return self._create(spec, token_id, token_digest, begun_wall_ns=begun_wall_ns)
+
+    def follow_parent(self, execution: Execution) -> None:
+        """Trip ``execution`` (PARENT_CANCELLED) when its parent here trips, or now if it has."""
+        parent = self._live.get(execution.parent_execution_id) if execution.parent_execution_id else None
+        if parent is not None:
+            # Registered after the child is live, so a parent that trips concurrently
+            # either sees the child in _children or this listener runs at once; either
+            # way the child trips exactly once.
+            parent.signal.on_cancel(lambda trip: self._cascade(execution, trip.detail))
 
     def _create(
         self, spec: ExecutionSpec, token_id: str, token_digest: bytes, *, begun_wall_ns: int | None
@@ -161,11 +175,8 @@ class Coordinator:
                 self._live.pop(execution_id, None)
                 self._unindex(execution)
             raise
-        if parent is not None:
-            # Cascade: registered after the child is live, so a parent that trips
-            # concurrently either sees the child in _children or this listener
-            # runs at once; either way the child trips exactly once.
-            parent.signal.on_cancel(lambda trip: self._cascade(execution, trip.detail))
+        if begun_wall_ns is None:
+            self.follow_parent(execution)
         return execution
 
     def _cascade(self, child: Execution, detail: str) -> None:

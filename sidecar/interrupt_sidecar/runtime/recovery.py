@@ -147,10 +147,13 @@ def _recover_one(
             begun = execution.begun_at
             at = Instant(begun.mono_ns + (record.trip_wall_ns - begun.wall_ns), record.trip_wall_ns)
         execution.trip(InterruptReason(record.trip_reason), record.trip_detail, at)
+        # Only now: its tripped parent's cascade finds it tripped, with its own trip kept.
+        coordinator.follow_parent(execution)
         report.retripped.append(record.execution_id)
         if record.ended:
             coordinator.end(record.execution_id)
         return
+    coordinator.follow_parent(execution)
     if record.held:
         within = execution.lease_ttl_ns or holder_grace_ns
         trip_path.expect_holder(execution, within)
