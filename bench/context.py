@@ -33,6 +33,9 @@ class Options:
     memory_streams: list[int]
     memory_turns: int
     poller_trials: int
+    soak_seconds: float
+    soak_rate: float
+    soak_window_s: float
     profile: bool
     plots: bool
     out: str
