@@ -302,3 +302,37 @@ def test_run_exits_126_for_a_command_that_cannot_be_executed(workdir: Path, daem
         )
     assert result.returncode == 126, result
     assert "cannot run" in result.stderr
+
+
+# -- the requests every client refuses locally, sent on the wire: the daemon refuses them too ----
+
+
+async def test_the_daemon_itself_refuses_what_clients_refuse_locally(
+    daemon: DaemonProcess, stub: pb_grpc.CoordinatorServiceAsyncStub
+) -> None:
+    # The conformance scenarios non_interruptible and register_after_unwound are refused by
+    # every client before anything is sent; here the same requests reach the daemon.
+    failed_precondition = grpc.StatusCode.FAILED_PRECONDITION.value[0]
+    async with grpc.aio.insecure_channel(daemon.address) as channel:
+        turn = await stub.BeginExecution(pb.BeginExecutionRequest())
+        for behavior in (pb.INTERRUPT_BEHAVIOR_NON_INTERRUPTIBLE, pb.INTERRUPT_BEHAVIOR_COOPERATIVE):
+            tool = RawTool(channel)
+            await tool.hello(turn.attach_token, behavior)
+            await tool.send(
+                register_terminator=pb.RegisterTerminator(terminator_id="cb", callback=pb.CallbackTerminator())
+            )
+            refused = await tool.recv()
+            assert refused.HasField("error") and refused.error.code == failed_precondition, (behavior, refused)
+            assert refused.error.terminator_id == "cb"
+        tool = RawTool(channel)
+        await tool.hello(turn.attach_token, pb.INTERRUPT_BEHAVIOR_THREAD_INTERRUPT)
+        await tool.send(unwound=pb.Unwound(outcome=pb.TOOL_OUTCOME_COMPLETED))
+        await tool.send(
+            register_terminator=pb.RegisterTerminator(terminator_id="late", callback=pb.CallbackTerminator())
+        )
+        refused = await tool.recv()
+        assert refused.HasField("error") and refused.error.code == failed_precondition, refused
+        assert "closed its run" in refused.error.message
+        # Nothing above tripped anything.
+        seen = (await stub.GetExecution(pb.GetExecutionRequest(execution_id=turn.execution_id))).execution
+        assert not seen.cancelled
