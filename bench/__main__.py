@@ -46,6 +46,7 @@ def parse(argv: list[str] | None) -> Options:
     p.add_argument("--load-seconds", type=float, help="per repeat; default 10, quick 1")
     p.add_argument("--soak-seconds", type=float, help="the soak's length; default 1800, quick 60")
     p.add_argument("--soak-rate", type=float, help="the soak's interrupts per second; default 100, quick 20")
+    p.add_argument("--soak-tools", type=int, help="tools attached at any moment in the soak; default 1000, quick 200")
     p.add_argument("--load-rate", type=float, default=100.0)
     p.add_argument("--load-tools", type=int, help="default 1000, quick 100")
     p.add_argument("--load-executions", type=int, help="default 250, quick 25")
@@ -110,6 +111,7 @@ def parse(argv: list[str] | None) -> Options:
         poller_trials=pick(a.poller_trials, 1000, 100),
         soak_seconds=pick(a.soak_seconds, 1800.0, 60.0),
         soak_rate=pick(a.soak_rate, 100.0, 20.0),
+        soak_tools=pick(a.soak_tools, 1000, 200),
         soak_window_s=10.0 if q else 60.0,
         profile=a.profile,
         plots=not a.no_plots,

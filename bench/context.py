@@ -35,6 +35,7 @@ class Options:
     poller_trials: int
     soak_seconds: float
     soak_rate: float
+    soak_tools: int
     soak_window_s: float
     profile: bool
     plots: bool

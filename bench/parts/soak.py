@@ -1,7 +1,7 @@
 """Soak: a daemon under steady churn for ``--soak-seconds`` (30 min by default, 60 s with
 --quick): ``--soak-rate`` interrupts a second, each tripping a turn of 10 attached
-cooperative tools begun a second earlier (so about rate × 10 tools are attached at any
-moment: 1,000 at the default rate), every tenth turn with a real process group
+cooperative tools held attached long enough that ``--soak-tools`` (1,000; --quick 200)
+are attached at any moment, every tenth turn with a real process group
 (``sleep``) registered by an EXTERNALLY_TERMINATED tool; each turn is ended once its tools
 have their cancels and its group is gone.
 
@@ -30,7 +30,6 @@ from bench.procs import start_daemon
 
 TOOLS_PER_TURN = 10
 GROUP_EVERY = 10
-HOLD_S = 1.0
 DEADLINE_S = 5.0
 
 
@@ -42,6 +41,8 @@ class Tally:
         self.turns = 0
         self.groups = 0
         self.errors: list[str] = []
+        #: How far the launches fell behind the rate (the client could not keep up).
+        self.behind_s = 0.0
 
 
 async def _tool(tools: pb_grpc.ToolChannelServiceAsyncStub, token: str, behavior: int, pgid: int = 0) -> Any:
@@ -82,7 +83,11 @@ async def _cancel_at(call: Any) -> float | None:
 
 
 async def turn(
-    stub: pb_grpc.CoordinatorServiceAsyncStub, tools: pb_grpc.ToolChannelServiceAsyncStub, index: int, tally: Tally
+    stub: pb_grpc.CoordinatorServiceAsyncStub,
+    tools: pb_grpc.ToolChannelServiceAsyncStub,
+    index: int,
+    tally: Tally,
+    hold_s: float,
 ) -> None:
     group: subprocess.Popen[bytes] | None = None
     streams: list[tuple[Any, Any]] = []
@@ -96,7 +101,7 @@ async def turn(
                 await _tool(tools, begun.attach_token, pb.INTERRUPT_BEHAVIOR_EXTERNALLY_TERMINATED, group.pid)
             )
             tally.groups += 1
-        await asyncio.sleep(HOLD_S)
+        await asyncio.sleep(hold_s)
         waits = [asyncio.ensure_future(_cancel_at(call)) for call, _ in streams]
         await asyncio.sleep(0)
         sent = time.monotonic()
@@ -145,13 +150,24 @@ async def run(ctx: Context) -> dict[str, Any]:
     tally = Tally()
     windows: list[dict[str, Any]] = []
     pending: set[asyncio.Task[None]] = set()
-    ctx.log(f"soak: {o.soak_seconds:g} s at {o.soak_rate:g} interrupts/s, windows of {o.soak_window_s:g} s")
+    # Each turn's tools stay attached ``hold_s`` before its trip, so about soak_tools are
+    # attached at any moment whatever the rate; a client that cannot keep up (turns pile
+    # up beyond twice that) waits, and the rate it achieved is reported.
+    hold_s = o.soak_tools / (o.soak_rate * TOOLS_PER_TURN)
+    max_in_flight = max(1, int(2 * o.soak_rate * (hold_s + 0.5)))
+    ctx.log(
+        f"soak: {o.soak_seconds:g} s at {o.soak_rate:g} interrupts/s, ~{o.soak_tools} tools attached "
+        f"(each turn held {hold_s:.2f} s), windows of {o.soak_window_s:g} s"
+    )
     started = time.monotonic()
     try:
         index = 0
         window_start, window_from = started, 0
         while (now := time.monotonic()) - started < o.soak_seconds:
-            task = asyncio.create_task(turn(stub, tools, index, tally))
+            if len(pending) >= max_in_flight:
+                await asyncio.sleep(0.01)
+                continue
+            task = asyncio.create_task(turn(stub, tools, index, tally, hold_s))
             pending.add(task)
             task.add_done_callback(pending.discard)
             index += 1
@@ -172,8 +188,12 @@ async def run(ctx: Context) -> dict[str, Any]:
                 ctx.log(f"  soak {windows[-1]}")
                 window_start, window_from = now, len(tally.latencies)
             await asyncio.sleep(max(0.0, started + index / o.soak_rate - time.monotonic()))
+            if time.monotonic() > started + index / o.soak_rate + 1.0:
+                # Behind schedule (throttled above): do not burst to catch up.
+                started_behind = time.monotonic() - (started + index / o.soak_rate)
+                tally.behind_s = max(tally.behind_s, started_behind)
         if pending:
-            await asyncio.wait(pending, timeout=3 * DEADLINE_S + HOLD_S)
+            await asyncio.wait(pending, timeout=3 * DEADLINE_S + hold_s)
     finally:
         await channel.close()
         code = daemon.stop()
@@ -182,6 +202,9 @@ async def run(ctx: Context) -> dict[str, Any]:
         "seconds": round(elapsed, 1),
         "interrupts": tally.turns,
         "interrupts_per_s": tally.turns / elapsed,
+        "target_rate": o.soak_rate,
+        "tools_attached_target": o.soak_tools,
+        "client_behind_s_max": round(tally.behind_s, 1),
         "cancels": len(tally.latencies),
         "lost_cancels": tally.lost,
         "process_groups": tally.groups,
