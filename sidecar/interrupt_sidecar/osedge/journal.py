@@ -151,6 +151,10 @@ class Journal:
         self._failing: str | None = None
 
     def close(self) -> None:
+        if self._kept and not self._flush():
+            log.error(
+                "journal %s closed with %d write(s) it could not make: %s", self.path, len(self._kept), self._failing
+            )
         self._db.close()
 
     # -- health --------------------------------------------------------------
