@@ -336,3 +336,60 @@ async def test_the_daemon_itself_refuses_what_clients_refuse_locally(
         # Nothing above tripped anything.
         seen = (await stub.GetExecution(pb.GetExecutionRequest(execution_id=turn.execution_id))).execution
         assert not seen.cancelled
+
+
+# -- the doorbell rings before any stream write of the trip ------------------------------------
+
+
+async def test_every_doorbell_rings_before_the_first_stream_write() -> None:
+    import socket as socket_module
+
+    from interrupt_sidecar.services.doorbell import DoorbellListener
+
+    with tempfile.TemporaryDirectory(prefix="isp-", dir="/tmp") as directory:
+        listener = DoorbellListener(Path(directory) / "d.bell")
+        listener.start()
+        clock = SystemClock()
+        trip_path = TripPath(clock, ProcessGroups(), WatchHub(clock))
+        coordinator = Coordinator(trip_path, clock, default_grace_ns=1_000_000_000)
+        execution, _ = coordinator.begin(ExecutionSpec())
+        bells, transports, writers = [], [], []
+        try:
+            for i in range(3):
+                session = AttachSession()
+                session.tool = execution.attach(
+                    tool_id=f"t{i}", tool_name="t", tool_call_id="", behavior=InterruptBehavior.COOPERATIVE, pid=0
+                )
+                session.tool.sink = session
+                line = listener.line()
+                session.doorbell = line
+                bell = socket_module.socket(socket_module.AF_UNIX, socket_module.SOCK_STREAM)
+                bell.connect(str(listener.path))
+                bell.sendall(line.token.encode())
+                bells.append(bell)
+                deadline = asyncio.get_running_loop().time() + 10
+                while not line.claimed:
+                    assert asyncio.get_running_loop().time() < deadline, "the doorbell never took the token"
+                    await asyncio.sleep(0.005)
+                transport = SlowTransport(0.0)
+                transports.append(transport)
+                writers.append(asyncio.create_task(session.drain(cast(Context, cast(Any, transport)))))
+            await asyncio.sleep(0)
+            coordinator.interrupt_execution(execution.execution_id, InterruptReason.USER_SIGINT, "")
+            # No loop turn yet: every bell already holds its frame, no stream has written.
+            rung = [len(b.recv(4096, socket_module.MSG_DONTWAIT)) > 0 for b in bells]
+            assert rung == [True] * 3
+            assert [t.written for t in transports] == [[]] * 3
+            await trip_path.let_writers_start()
+            for transport in transports:
+                deadline = asyncio.get_running_loop().time() + 10
+                while not transport.written:
+                    assert asyncio.get_running_loop().time() < deadline
+                    await asyncio.sleep(0.005)
+                assert transport.written[0].HasField("cancel")
+        finally:
+            for writer in writers:
+                writer.cancel()
+            for bell in bells:
+                bell.close()
+            listener.close()
