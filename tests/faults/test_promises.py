@@ -7,7 +7,9 @@ these paths is measured by ``python -m bench``).
 from __future__ import annotations
 
 import asyncio
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -25,13 +27,16 @@ from interrupt_sidecar.osedge.process_groups import ProcessGroups
 from interrupt_sidecar.runtime import trip_path as trip_path_module
 from interrupt_sidecar.runtime.trip_path import _YIELD_TO_WRITERS_UP_TO, TripPath
 from interrupt_sidecar.runtime.watch import WatchHub
+from interrupt_sidecar.services.doorbell import DoorbellListener
 from interrupt_sidecar.services.status import Context
 from interrupt_sidecar.services.tool_channel import AttachSession
+from interrupt_sidecar_client import Coordinator as ClientCoordinator
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
-from tests.conftest import ROOT, DaemonProcess, group_members, start_daemon
+from tests.conftest import ROOT, DaemonProcess, free_port, group_members, start_daemon
 from tests.daemon.wire import RawTool, eventually
+from tests.requires import require_program, require_root
 
 USER_SIGINT = pb.INTERRUPT_REASON_USER_SIGINT
 
@@ -285,8 +290,6 @@ async def test_a_second_sigterm_during_shutdown_exits_6(workdir: Path) -> None:
 
 
 def test_run_exits_126_for_a_command_that_cannot_be_executed(workdir: Path, daemon: DaemonProcess) -> None:
-    from interrupt_sidecar_client import Coordinator as ClientCoordinator
-
     not_executable = workdir / "tool.sh"
     not_executable.write_text("#!/bin/sh\ntouch ran\n")
     not_executable.chmod(0o644)
@@ -342,10 +345,6 @@ async def test_the_daemon_itself_refuses_what_clients_refuse_locally(
 
 
 async def test_every_doorbell_rings_before_the_first_stream_write() -> None:
-    import socket as socket_module
-
-    from interrupt_sidecar.services.doorbell import DoorbellListener
-
     with tempfile.TemporaryDirectory(prefix="isp-", dir="/tmp") as directory:
         listener = DoorbellListener(Path(directory) / "d.bell")
         listener.start()
@@ -363,7 +362,7 @@ async def test_every_doorbell_rings_before_the_first_stream_write() -> None:
                 session.tool.sink = session
                 line = listener.line()
                 session.doorbell = line
-                bell = socket_module.socket(socket_module.AF_UNIX, socket_module.SOCK_STREAM)
+                bell = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 bell.connect(str(listener.path))
                 bell.sendall(line.token.encode())
                 bells.append(bell)
@@ -377,7 +376,7 @@ async def test_every_doorbell_rings_before_the_first_stream_write() -> None:
             await asyncio.sleep(0)
             coordinator.interrupt_execution(execution.execution_id, InterruptReason.USER_SIGINT, "")
             # No loop turn yet: every bell already holds its frame, no stream has written.
-            rung = [len(b.recv(4096, socket_module.MSG_DONTWAIT)) > 0 for b in bells]
+            rung = [len(b.recv(4096, socket.MSG_DONTWAIT)) > 0 for b in bells]
             assert rung == [True] * 3
             assert [t.written for t in transports] == [[]] * 3
             await trip_path.let_writers_start()
@@ -393,3 +392,55 @@ async def test_every_doorbell_rings_before_the_first_stream_write() -> None:
             for bell in bells:
                 bell.close()
             listener.close()
+
+
+# -- run: a process group the daemon refuses exits 5, the command not run ----------------------
+
+
+def test_run_exits_5_when_the_daemon_refuses_the_process_group(workdir: Path) -> None:
+    # The wrapper runs as nobody, so its command's group runs as a uid outside the daemon's
+    # allowed set (the daemon's own: root): the daemon refuses to ever signal it.
+    require_root("running the wrapper as another uid needs root")
+    setpriv = require_program("setpriv", "the wrapper is run as another uid")
+    token_file = workdir / "token"
+    token_file.write_text("t" * 32 + "\n")
+    token_file.chmod(0o600)
+    port = free_port()
+    daemon = start_daemon(workdir, "--listen", f"127.0.0.1:{port}", "--auth-token-file", str(token_file))
+    marker = Path(tempfile.mkdtemp(prefix="isp-nobody-", dir="/tmp"))
+    marker.chmod(0o777)
+    try:
+        with ClientCoordinator(daemon.address) as coordinator:
+            turn = coordinator.begin(grace=0.3)
+            env = {
+                "PATH": "/usr/bin:/bin",
+                "INTERRUPT_SIDECAR_ADDRESS": f"127.0.0.1:{port}",
+                "INTERRUPT_SIDECAR_TOKEN": turn.tool_env()["INTERRUPT_SIDECAR_TOKEN"],
+                "PYTHONPATH": f"{ROOT / 'sidecar'}:{ROOT / 'clients' / 'python' / 'src'}",
+            }
+            result = subprocess.run(
+                [
+                    setpriv,
+                    "--reuid=65534",
+                    "--regid=65534",
+                    "--clear-groups",
+                    sys.executable,
+                    "-m",
+                    "interrupt_sidecar",
+                    "run",
+                    "--",
+                    "touch",
+                    str(marker / "ran"),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                cwd="/",
+                env=env,
+            )
+        assert result.returncode == 5, result
+        assert "refused the process group" in result.stderr, result.stderr
+        assert not (marker / "ran").exists()
+    finally:
+        daemon.stop(signal.SIGKILL)
+        shutil.rmtree(marker, ignore_errors=True)
