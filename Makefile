@@ -12,7 +12,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 BUF    := tools/node_modules/.bin/buf
 
-.PHONY: demo serve test install install-test mcp-test-deps protos check-protos docs check-docs version-check lint typecheck clients pytest clean image e2e-kubernetes
+.PHONY: demo serve test install install-test mcp-test-deps protos check-protos docs check-docs version-check lint typecheck clients pytest clean image e2e-kubernetes ensure-system-tools ensure-prometheus
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,11 @@ $(MCP_DEPS)/shell-venv/.installed: tests/mcp/servers/requirements-shell.txt
 # Helm for the chart tests (tests/helm), built once from the Go module proxy.
 build/tools/.helm-version: scripts/ensure_helm.sh
 	bash scripts/ensure_helm.sh
+
+# gcc, unshare/nsenter/mount and script for the tests that drive them (a skip is a failure in CI).
+install-test: ensure-system-tools
+ensure-system-tools:
+	sh scripts/ensure_system_tools.sh
 
 # Prometheus and promtool (Debian's package) for tests/observability; a no-op once installed.
 install-test: ensure-prometheus

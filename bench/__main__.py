@@ -15,13 +15,32 @@ from typing import Any
 from bench import procs, report
 from bench.context import Context, Options
 
-PARTS = ("delivery", "fanout", "load", "kill", "turns", "memory", "poller", "cascade", "footprint", "mcp")
+PARTS = (
+    "delivery",
+    "fanout",
+    "load",
+    "kill",
+    "turns",
+    "memory",
+    "poller",
+    "cascade",
+    "footprint",
+    "mcp",
+    "hostile",
+    "soak",
+)
+#: Run only when asked for by name (--parts): minutes each, and not ratios to a floor.
+OPT_IN = ("hostile", "soak")
 
 
 def parse(argv: list[str] | None) -> Options:
     p = argparse.ArgumentParser(prog="python -m bench", description="The interrupt-sidecar benchmark suite.")
     p.add_argument("--quick", action="store_true", help="CI smoke: every part, few trials (< 60 s)")
-    p.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}")
+    p.add_argument(
+        "--parts",
+        default=",".join(x for x in PARTS if x not in OPT_IN),
+        help=f"comma-separated subset of {','.join(PARTS)} ({', '.join(OPT_IN)} only when named)",
+    )
     p.add_argument(
         "--loops",
         default="uvloop,asyncio",
@@ -38,6 +57,9 @@ def parse(argv: list[str] | None) -> Options:
     p.add_argument("--workers", type=int, default=4, help="tool worker processes (default 4)")
     p.add_argument("--tools-per-connection", type=int, default=1, help="Attach streams per gRPC connection (default 1)")
     p.add_argument("--load-seconds", type=float, help="per repeat; default 10, quick 1")
+    p.add_argument("--soak-seconds", type=float, help="the soak's length; default 1800, quick 60")
+    p.add_argument("--soak-rate", type=float, help="the soak's interrupts per second; default 100, quick 20")
+    p.add_argument("--soak-tools", type=int, help="tools attached at any moment in the soak; default 1000, quick 200")
     p.add_argument("--load-rate", type=float, default=100.0)
     p.add_argument("--load-tools", type=int, help="default 1000, quick 100")
     p.add_argument("--load-executions", type=int, help="default 250, quick 25")
@@ -108,6 +130,10 @@ def parse(argv: list[str] | None) -> Options:
         footprint_trials=pick(a.footprint_trials, 10, 3),
         footprint_idle_seconds=pick(a.footprint_idle_seconds, 20.0, 2.0),
         mcp_trials=pick(a.mcp_trials, 10, 1),
+        soak_seconds=pick(a.soak_seconds, 1800.0, 60.0),
+        soak_rate=pick(a.soak_rate, 100.0, 20.0),
+        soak_tools=pick(a.soak_tools, 1000, 200),
+        soak_window_s=10.0 if q else 60.0,
         profile=a.profile,
         plots=not a.no_plots,
         out=a.out,

@@ -37,6 +37,10 @@ class Options:
     footprint_trials: int
     footprint_idle_seconds: float
     mcp_trials: int
+    soak_seconds: float
+    soak_rate: float
+    soak_tools: int
+    soak_window_s: float
     profile: bool
     plots: bool
     out: str

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,12 +79,28 @@ class DaemonProcess:
         return "".join(self.stderr_lines)
 
 
-def start_daemon(directory: Path, *extra: str, env: dict[str, str] | None = None) -> DaemonProcess:
-    """Start a daemon on a unix socket in ``directory`` and wait for its ready line."""
+def start_daemon(
+    directory: Path, *extra: str, env: dict[str, str] | None = None, prefix: Sequence[str] = ()
+) -> DaemonProcess:
+    """Start a daemon on a unix socket in ``directory`` and wait for its ready line.
+
+    ``prefix`` runs it through a program that execs it (``nsenter -t PID -m --``), so the
+    process started is still the daemon and its PID the daemon's."""
     socket_path = directory / "sidecar.sock"
     address = f"unix://{socket_path}"
     process = subprocess.Popen(
-        [sys.executable, "-m", "interrupt_sidecar", "serve", "--listen", address, "--metrics-listen", "", *extra],
+        [
+            *prefix,
+            sys.executable,
+            "-m",
+            "interrupt_sidecar",
+            "serve",
+            "--listen",
+            address,
+            "--metrics-listen",
+            "",
+            *extra,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

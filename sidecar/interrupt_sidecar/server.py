@@ -30,6 +30,7 @@ from interrupt_sidecar.federation import RemoteParentFollower
 from interrupt_sidecar.gc_pacer import GcPacer
 from interrupt_sidecar.osedge.journal import Journal, JournalError
 from interrupt_sidecar.osedge.process_groups import ProcessGroups
+from interrupt_sidecar.runtime.journal_health import JournalHealth
 from interrupt_sidecar.runtime.observer import NOOP_OBSERVER, TripObserver
 from interrupt_sidecar.runtime.recovery import recover
 from interrupt_sidecar.runtime.trip_path import TripPath
@@ -110,6 +111,7 @@ class Daemon:
         self._metrics_server: MetricsServer | None = None
         self._state_lock: int | None = None
         self._health_server: grpc.aio.Server | None = None
+        self._journal_health: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """Bind every listener and start serving. Raises StartupError, having
@@ -175,10 +177,18 @@ class Daemon:
             if address.unix_path is not None:
                 # Only the owner may connect: the socket grants the power to kill.
                 os.chmod(address.unix_path, stat.S_IRUSR | stat.S_IWUSR)
+        await self._set_serving(True)
+        if self.trip_path.journal is not None:
+            # NOT_SERVING while the journal cannot write, SERVING again once it can.
+            self._journal_health = asyncio.create_task(JournalHealth(self.trip_path.journal, self._set_serving).run())
+
+    async def _set_serving(self, serving: bool) -> None:
+        # After enter_graceful_shutdown the servicer ignores set(): shutdown's NOT_SERVING stays.
+        status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
         for name in ("", *SERVICE_NAMES):
-            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+            await self.health.set(name, status)
         if self.metrics is not None:
-            self.metrics.set_serving(True)
+            self.metrics.set_serving(serving)
 
     def _grpc_server(
         self, coordinator_service: CoordinatorService, auth: CoordinatorAuth | None = None
@@ -288,6 +298,8 @@ class Daemon:
         end the streams ourselves, then stop the server."""
         if not self._servers:
             return
+        if self._journal_health is not None:
+            self._journal_health.cancel()
         await self.health.enter_graceful_shutdown()
         if self.metrics is not None:
             self.metrics.set_serving(False)

@@ -254,3 +254,24 @@ def check_mcp(m: dict[str, Any]) -> None:
             check_latency(bridge["gone"], f"mcp {name} gone")
         own = m[name]["own_cancel"]
         assert own["answered"]["of"] == m["trials"] and own["survivors"] >= 0, (name, own)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_soak_and_hostile_peers_smoke(tmp_path: Path) -> None:
+    # The CI smoke of `--parts soak` (60 s) and `--parts hostile` (a tenth of the peers):
+    # no figure is a target here, but these outcomes are promises.
+    results = run_bench(tmp_path, "--parts", "soak,hostile", "--loops", "uvloop", timeout=280)
+    soak = results["figures"]["soak"]
+    # Ten cooperative tools a turn, and the group owner of every tenth (it is sent the cancel too).
+    assert soak["interrupts"] > 0 and soak["cancels"] == soak["interrupts"] * 10 + soak["process_groups"]
+    assert soak["lost_cancels"] == 0 and soak["survivors"] == 0, soak
+    assert soak["failed_turns"] == 0, soak["errors"]
+    assert soak["process_groups"] > 0 and soak["daemon_exit_code"] == 0
+    assert soak["windows"] and all(w["rss_mib"] > 0 and w["fds"] > 0 for w in soak["windows"])
+    hostile = results["figures"]["hostile"]
+    assert hostile["healthy_after"] and hostile["healthy_after_emfile"], hostile
+    assert hostile["emfile"]["alive"] and hostile["emfile"]["fds_at_limit"] >= hostile["emfile"]["limit"] - 1
+    assert hostile["daemon_exit_code"] == 0
+    for phase in ("baseline", "during", "after", "after_emfile"):
+        check_latency(hostile[phase], f"hostile {phase}")

@@ -274,6 +274,10 @@ def register_after_unwound(stage: Stage) -> None:
 
 def process_group(stage: Stage) -> None:
     turn = stage.coordinator.begin()
+    # Watched from before the trip: the group must die because the daemon signalled it (a
+    # client that killed the child itself would pass every other check here).
+    events: Generator[ExecutionEvent, None, None] = stage.coordinator.watch(turn.execution_id)  # type: ignore[assignment]
+    assert next(events).kind is EventKind.SNAPSHOT
     driver = stage.start(turn.attach_token)
     started = driver.expect("started")
     pid, pgid = started["pid"], started["pgid"]
@@ -284,6 +288,16 @@ def process_group(stage: Stage) -> None:
     driver.expect("child_exited")
     driver.finish()
     eventually(lambda: not group_members(pgid), f"process group {pgid} to be gone")
+    signalled, gone = [], []
+    for event in events:
+        if event.kind is EventKind.PROCESS_GROUP_SIGNALLED:
+            signalled.append(event.proto.process_group_signalled)
+        elif event.kind is EventKind.PROCESS_GROUP_GONE:
+            gone.append(event.proto.process_group_gone)
+            break
+    events.close()
+    assert [(s.pgid, s.signal, s.escalation) for s in signalled] == [(pgid, int(signal.SIGTERM), False)], signalled
+    assert [g.pgid for g in gone] == [pgid], gone
     stage.coordinator.end(turn.execution_id)
 
 

@@ -20,6 +20,7 @@ from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as p
 
 from tests.conftest import ROOT, DaemonProcess, start_daemon
 from tests.daemon.wire import RawTool, eventually
+from tests.requires import require_root
 
 NO_FLAGS: dict[str, None] = {
     "listen": None,
@@ -317,8 +318,8 @@ def test_a_taken_metrics_port_fails_the_start_with_exit_3(tmp_short: Path) -> No
     assert "Traceback" not in result.stderr
 
 
-@pytest.mark.skipif(os.getuid() != 0, reason="needs root to give the directory to another uid")
 def test_a_socket_directory_others_control_is_refused(tmp_short: Path) -> None:
+    require_root("needs root to give the directory to another uid")
     shared = tmp_short / "shared"
     shared.mkdir()
     os.chown(shared, 12345, 12345)

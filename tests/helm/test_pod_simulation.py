@@ -5,7 +5,6 @@ rendered chart, terminated the way the kubelet terminates a pod."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -18,15 +17,17 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helm.chart import CI_VALUES, Doc, agents, env, find, mounts, render, sidecar, volumes
+from tests.requires import require_program, require_root
 
 ROOT = Path(__file__).resolve().parents[2]
 PODSIM = Path(__file__).with_name("podsim.py")
 CI = {p.name.removesuffix("-values.yaml"): p for p in CI_VALUES}
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("unshare") is None,
-    reason="the pod simulation needs root and unshare(1) for a private PID namespace",
-)
+
+@pytest.fixture(autouse=True)
+def _root_and_unshare() -> None:
+    require_root("the pod simulation needs root for a private PID namespace")
+    require_program("unshare", "the pod simulation needs a private PID namespace")
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from interrupt_sidecar_client import BegunExecution, Coordinator, EventKind, Int
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 
 from tests.conftest import ROOT, DaemonProcess
+from tests.requires import require_program
 
 EXIT_DEADLINE_S = 15.0
 
@@ -204,9 +204,7 @@ def test_a_trip_before_the_attach_never_starts_the_command(
 def test_a_c_program_is_interrupted_and_handles_sigterm(
     tmp_path: Path, wrappers: list[Wrapper], coordinator: Coordinator, turn: BegunExecution
 ) -> None:
-    gcc = shutil.which("gcc")
-    if gcc is None:
-        pytest.skip("gcc is not installed")
+    gcc = require_program("gcc", "the C tool is compiled here")
     source = tmp_path / "crawl.c"
     source.write_text(
         textwrap.dedent(
@@ -486,9 +484,7 @@ def test_usage_errors_exit_2(tmp_path: Path, options: tuple[str, ...], message: 
 def test_a_command_run_from_a_terminal_can_read_it(wrappers: list[Wrapper], turn: BegunExecution) -> None:
     # In a group of its own the command would be a background job of the terminal and
     # stop (SIGTTIN) at its first read; the wrapper hands it the foreground.
-    script_tool = shutil.which("script")
-    if script_tool is None:
-        pytest.skip("util-linux script (to get a terminal) is not installed")
+    script_tool = require_program("script", "util-linux script gives the command a terminal")
     wrapper_line = shlex.join(
         [sys.executable, "-m", "interrupt_sidecar", "run", "--", "sh", "-c", 'read x; echo "got $x"; exit 3']
     )

@@ -8,7 +8,6 @@ transport, and a real transport cannot be told to take exactly this long or neve
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any, cast
 
 import pytest
@@ -16,7 +15,8 @@ from interrupt_sidecar.domain.coordinator import Coordinator, ExecutionSpec
 from interrupt_sidecar.domain.execution import Execution
 from interrupt_sidecar.domain.types import InterruptBehavior, InterruptReason, SystemClock
 from interrupt_sidecar.osedge.process_groups import ProcessGroups
-from interrupt_sidecar.runtime.trip_path import _ANSWER_AFTER_CANCELS_S, TripPath
+from interrupt_sidecar.runtime import trip_path as trip_path_module
+from interrupt_sidecar.runtime.trip_path import TripPath
 from interrupt_sidecar.runtime.watch import WatchHub
 from interrupt_sidecar.services.status import Context
 from interrupt_sidecar.services.tool_channel import AttachSession
@@ -79,30 +79,38 @@ async def test_the_answer_waits_until_the_cancel_is_written() -> None:
     writer.cancel()
 
 
+# How long the answer waits is measured by ``python -m bench --parts fanout``
+# (rpc_answered); these tests check whether it waits, and for what. A bound of an hour
+# turns "waited for the bound" into a hang the test's timeout reports, never a timing.
+_NEVER = 3600.0
+
+
 async def test_the_answer_does_not_wait_long_for_a_stream_that_takes_nothing() -> None:
     transport = Transport(write_s=None)
     trip_path, writer = await _tripped_with_one_tool(transport)
-    started = time.monotonic()
-    await trip_path.let_writers_start()
-    waited = time.monotonic() - started
+    await trip_path.let_writers_start()  # returns: the wait is bounded
     assert transport.written == []
-    assert _ANSWER_AFTER_CANCELS_S <= waited < 1.0, f"waited {waited * 1e3:.1f} ms"
     writer.cancel()
 
 
-async def test_a_stream_that_ended_before_its_cancel_was_written_releases_the_answer() -> None:
+async def test_a_stream_that_ended_before_its_cancel_was_written_releases_the_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # The writer stops (the stream ended) with the cancel still unwritten: nobody waits
-    # for a write that will never come.
+    # for a write that will never come (with an hour's bound, waiting would hang).
+    monkeypatch.setattr(trip_path_module, "_ANSWER_AFTER_CANCELS_S", _NEVER)
     transport = Transport(write_s=None)
     trip_path, writer = await _tripped_with_one_tool(transport)
     await asyncio.sleep(0)  # the writer is now inside its never-ending write
     writer.cancel()
-    started = time.monotonic()
     await trip_path.let_writers_start()
-    assert time.monotonic() - started < _ANSWER_AFTER_CANCELS_S
+    assert transport.written == []
 
 
-async def test_a_trip_no_rpc_answered_for_leaves_nothing_for_the_next_interrupt_to_wait_on() -> None:
+async def test_a_trip_no_rpc_answered_for_leaves_nothing_for_the_next_interrupt_to_wait_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(trip_path_module, "_ANSWER_AFTER_CANCELS_S", _NEVER)
     # A budget or lease timer trips an execution whose tool's stream takes nothing; the
     # next Interrupt, of an execution without tools, must not wait on that stream.
     trip_path, coordinator = _runtime()
@@ -111,7 +119,5 @@ async def test_a_trip_no_rpc_answered_for_leaves_nothing_for_the_next_interrupt_
     await asyncio.sleep(0)  # a turn of the loop passes before the next RPC arrives
     interrupted, _ = coordinator.begin(ExecutionSpec())
     coordinator.interrupt_execution(interrupted.execution_id, InterruptReason.USER_SIGINT, "")
-    started = time.monotonic()
-    await trip_path.let_writers_start()
-    assert time.monotonic() - started < _ANSWER_AFTER_CANCELS_S
+    await trip_path.let_writers_start()  # with an hour's bound, waiting on the other trip's stream would hang
     writer.cancel()

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-import pytest
 from google.protobuf.duration_pb2 import Duration
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
+from tests import requires
 from tests.conftest import ROOT
 from tests.daemon.wire import RawTool, Watch, eventually, watch
 
@@ -331,7 +331,5 @@ def assert_scenario_passed(verdict: dict[str, Any], steps: set[str]) -> None:
 
 
 def unavailable(why: str) -> None:
-    # CI promises root and unshare: there, not running a namespace test is a failure, not a skip.
-    if os.environ.get("CI"):
-        pytest.fail(f"a private-PID-namespace test cannot run in CI: {why}")
-    pytest.skip(why)
+    # CI (.ci/run) promises root and unshare: there, not running a namespace test is a failure.
+    requires.unavailable(f"a private-PID-namespace test cannot run: {why}")

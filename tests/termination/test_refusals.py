@@ -20,6 +20,7 @@ from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as p
 
 from tests.conftest import DaemonProcess, start_daemon
 from tests.daemon.wire import eventually
+from tests.requires import require_root
 from tests.termination.support import (
     KitchenSink,
     begin,
@@ -36,7 +37,13 @@ INVALID_ARGUMENT = grpc.StatusCode.INVALID_ARGUMENT.value[0]
 PERMISSION_DENIED = grpc.StatusCode.PERMISSION_DENIED.value[0]
 NOT_FOUND = grpc.StatusCode.NOT_FOUND.value[0]
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="starting a process as another uid needs root")
+
+@pytest.fixture
+def _root() -> None:
+    require_root("starting a process as another uid needs root")
+
+
+needs_root = pytest.mark.usefixtures("_root")
 
 
 async def refusal(channel: grpc.aio.Channel, stub: pb_grpc.CoordinatorServiceAsyncStub, pgid: int) -> tuple[int, str]:

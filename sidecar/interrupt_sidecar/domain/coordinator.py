@@ -97,8 +97,22 @@ class Coordinator:
     def restore(self, spec: ExecutionSpec, token_id: str, token_digest: bytes, begun_wall_ns: int) -> Execution:
         """Re-create an execution from the journal after a restart, with its id, its token
         (tools reattach with the token they hold) and its original begin time (a budget
-        keeps running from there; a lease starts afresh)."""
+        keeps running from there; a lease starts afresh).
+
+        It does not follow its parent yet: the caller first re-trips it with its journaled
+        trip (reason, detail, time), then calls ``follow_parent``. Linked at once, a parent
+        restored tripped would cascade into it with a new PARENT_CANCELLED trip stamped
+        now, and the journaled trip time would be lost."""
         return self._create(spec, token_id, token_digest, begun_wall_ns=begun_wall_ns)
+
+    def follow_parent(self, execution: Execution) -> None:
+        """Trip ``execution`` (PARENT_CANCELLED) when its parent here trips, or now if it has."""
+        parent = self._live.get(execution.parent_execution_id) if execution.parent_execution_id else None
+        if parent is not None:
+            # Registered after the child is live, so a parent that trips concurrently
+            # either sees the child in _children or this listener runs at once; either
+            # way the child trips exactly once.
+            parent.signal.on_cancel(lambda trip: self._cascade(execution, trip.detail))
 
     def _create(
         self, spec: ExecutionSpec, token_id: str, token_digest: bytes, *, begun_wall_ns: int | None
@@ -152,12 +166,17 @@ class Coordinator:
                 self._children.setdefault(parent.execution_id, {})[execution_id] = execution
             self._tokens[token_id] = (token_digest, execution)
             self._token_of[execution_id] = token_id
-        self._effects.begun(execution)
-        if parent is not None:
-            # Cascade: registered after the child is live, so a parent that trips
-            # concurrently either sees the child in _children or this listener
-            # runs at once; either way the child trips exactly once.
-            parent.signal.on_cancel(lambda trip: self._cascade(execution, trip.detail))
+        try:
+            self._effects.begun(execution)
+        except BaseException:
+            # The effects refused it (the journal could not write it ahead): the begin
+            # fails, so the execution must never have existed.
+            with self._lock:
+                self._live.pop(execution_id, None)
+                self._unindex(execution)
+            raise
+        if begun_wall_ns is None:
+            self.follow_parent(execution)
         return execution
 
     def _cascade(self, child: Execution, detail: str) -> None:
@@ -228,25 +247,7 @@ class Coordinator:
                 if ended is not None:
                     return ended
                 raise NotFound(f"execution {execution_id!r} does not exist (or ended long ago)")
-            if execution.context_id:
-                siblings = self._by_context.get(execution.context_id, {})
-                siblings.pop(execution_id, None)
-                if not siblings:
-                    self._by_context.pop(execution.context_id, None)
-            if execution.parent_execution_id:
-                siblings_of_child = self._children.get(execution.parent_execution_id, {})
-                siblings_of_child.pop(execution_id, None)
-                if not siblings_of_child:
-                    self._children.pop(execution.parent_execution_id, None)
-            for index, key in ((self._by_session, execution.session_id), (self._by_task, execution.task_id)):
-                if key:
-                    members = index.get(key, {})
-                    members.pop(execution_id, None)
-                    if not members:
-                        index.pop(key, None)
-            token_id = self._token_of.pop(execution_id, None)
-            if token_id is not None:
-                self._tokens.pop(token_id, None)
+            self._unindex(execution)
             self._ended[execution_id] = execution
             forgotten = [
                 self._ended.popitem(last=False)[1] for _ in range(len(self._ended) - self._limits.ended_retention)
@@ -255,6 +256,29 @@ class Coordinator:
         for old in forgotten:
             old.forget()
         return execution
+
+    def _unindex(self, execution: Execution) -> None:
+        """Drop ``execution`` from every index but ``_live``/``_ended``. Holds the lock."""
+        execution_id = execution.execution_id
+        if execution.context_id:
+            siblings = self._by_context.get(execution.context_id, {})
+            siblings.pop(execution_id, None)
+            if not siblings:
+                self._by_context.pop(execution.context_id, None)
+        if execution.parent_execution_id:
+            siblings_of_child = self._children.get(execution.parent_execution_id, {})
+            siblings_of_child.pop(execution_id, None)
+            if not siblings_of_child:
+                self._children.pop(execution.parent_execution_id, None)
+        for index, key in ((self._by_session, execution.session_id), (self._by_task, execution.task_id)):
+            if key:
+                members = index.get(key, {})
+                members.pop(execution_id, None)
+                if not members:
+                    index.pop(key, None)
+        token_id = self._token_of.pop(execution_id, None)
+        if token_id is not None:
+            self._tokens.pop(token_id, None)
 
     # -- look-ups ------------------------------------------------------------
 

@@ -19,11 +19,24 @@ statements in autocommit mode, a few microseconds each on tmpfs or a page-cache-
 
 The journal is plain data (ints, strings, bytes): it knows nothing of the domain, so the
 OS edge stays beside the domain, not above it.
+
+A disk that fails (full, read-only, I/O errors) must not stop the daemon from killing, so
+writes come in two kinds (see docs/operations-faults.md for the promise users get):
+
+* **write-ahead** (``begun``, ``group_registered``): the fact is only true once written. A
+  failure raises ``JournalUnavailable`` and the caller refuses the request it serves.
+* **after the fact** (trips, holders, ends, drops, forgets): what they record has happened
+  already, in memory and often to processes. A failure never raises: the write is kept,
+  in order, and replayed by ``retry`` before any later one, so the journal never holds a
+  later fact without an earlier one. Until every kept write is through, ``healthy`` is
+  False: the daemon reports NOT_SERVING and answers no Interrupt as durable.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,7 +46,15 @@ from interrupt_sidecar.errors import SidecarError
 if TYPE_CHECKING:
     import sqlite3
 
+log = logging.getLogger(__name__)
+
 SCHEMA_VERSION = 1
+
+#: After-the-fact writes kept while the disk fails; beyond this the oldest facts would be
+#: dropped, so the journal gives up on them loudly instead (see ``_keep``). Each live
+#: execution makes a handful, and begins are refused meanwhile, so this is not reached
+#: in practice.
+MAX_KEPT_WRITES = 1_000_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS executions (
@@ -47,6 +68,10 @@ CREATE TABLE IF NOT EXISTS executions (
     trip_detail TEXT,
     trip_wall_ns INTEGER,
     ended INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS probe (
+    id INTEGER PRIMARY KEY,
+    at_ns INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS process_groups (
     execution_id TEXT NOT NULL,
@@ -66,6 +91,13 @@ class JournalError(SidecarError):
     """The journal cannot be opened or read (a corrupt file, a newer schema)."""
 
     status_name = "INTERNAL"
+
+
+class JournalUnavailable(SidecarError):
+    """The journal cannot write right now (disk full, read-only, I/O errors): a request
+    whose promise needs the write is refused; retry when the daemon's health is SERVING."""
+
+    status_name = "UNAVAILABLE"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +137,8 @@ class Journal:
 
         self.path = path
         self._database_error: type[sqlite3.DatabaseError] = sqlite3.DatabaseError
+        # sqlite3 is not a module global (see above): the methods catch its errors by this name.
+        self._sqlite_error: type[sqlite3.Error] = sqlite3.Error
         try:
             # isolation_level=None: autocommit, each statement is its own transaction.
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -121,8 +155,99 @@ class Journal:
         except sqlite3.DatabaseError as err:
             raise JournalError(f"cannot open the journal {path}: {err}") from err
 
+        #: After-the-fact writes that failed, oldest first, replayed by ``retry``.
+        self._kept: list[tuple[str, tuple[object, ...]]] = []
+        #: The last write failed and no write has succeeded since.
+        self._failing: str | None = None
+
     def close(self) -> None:
+        if self._kept and not self._flush():
+            log.error(
+                "journal %s closed with %d write(s) it could not make: %s", self.path, len(self._kept), self._failing
+            )
         self._db.close()
+
+    # -- health --------------------------------------------------------------
+
+    @property
+    def healthy(self) -> bool:
+        """Every write so far is in the journal, and the last one succeeded."""
+        return self._failing is None and not self._kept
+
+    @property
+    def failure(self) -> str | None:
+        """Why the journal cannot write (the last error), or None while it can."""
+        return self._failing
+
+    def retry(self) -> bool:
+        """Replay the kept writes in order, or probe the disk when none is kept; True once
+        the journal is healthy again."""
+        if self.healthy:
+            return True
+        if not self._flush():
+            return False
+        if self._failing is not None:
+            # Only a write-ahead failed (nothing was kept): a real write proves the disk is back.
+            try:
+                self._db.execute("INSERT OR REPLACE INTO probe (id, at_ns) VALUES (1, ?)", (time.time_ns(),))
+            except self._sqlite_error as err:
+                self._failed(err)
+                return False
+            self._recovered()
+        return True
+
+    def _flush(self) -> bool:
+        """Write the kept writes, oldest first; False (still kept) at the first failure."""
+        wrote = False
+        while self._kept:
+            statement, params = self._kept[0]
+            try:
+                self._db.execute(statement, params)
+            except self._sqlite_error as err:
+                self._failed(err)
+                return False
+            del self._kept[0]
+            wrote = True
+        if wrote and self._failing is not None:
+            self._recovered()
+        return True
+
+    def _failed(self, err: sqlite3.Error) -> None:
+        # SQLite reports EIO and EROFS alike as "disk I/O error"; its error name says which call failed.
+        message = f"{err} ({getattr(err, 'sqlite_errorname', None) or type(err).__name__})"
+        if self._failing is None:
+            log.error("journal %s cannot write: %s; the daemon reports NOT_SERVING until it can", self.path, message)
+        self._failing = message
+
+    def _recovered(self) -> None:
+        log.warning("journal %s writes again, every kept write is in; the daemon reports SERVING", self.path)
+        self._failing = None
+
+    def _ahead(self, statement: str, params: tuple[object, ...]) -> None:
+        """A write-ahead: written now (after everything kept) or refused."""
+        if not self._flush():
+            raise JournalUnavailable(self._refusal())
+        try:
+            self._db.execute(statement, params)
+        except self._sqlite_error as err:
+            self._failed(err)
+            raise JournalUnavailable(self._refusal()) from err
+        if self._failing is not None:
+            self._recovered()
+
+    def _keep(self, statement: str, params: tuple[object, ...]) -> None:
+        """An after-the-fact write: written now, or kept (in order) for ``retry``. Never raises."""
+        if len(self._kept) >= MAX_KEPT_WRITES:
+            log.critical("journal %s: %d writes kept unwritten; dropping the oldest", self.path, len(self._kept))
+            del self._kept[0]
+        self._kept.append((statement, params))
+        self._flush()
+
+    def _refusal(self) -> str:
+        return (
+            f"the journal in the state directory cannot write ({self._failing}): free space or fix the disk "
+            f"under {self.path.parent}; the daemon's health is NOT_SERVING until it can"
+        )
 
     # -- writes --------------------------------------------------------------
 
@@ -136,32 +261,32 @@ class Journal:
         *,
         held: bool = False,
     ) -> None:
-        self._db.execute(
+        self._ahead(
             "INSERT OR REPLACE INTO executions (execution_id, spec, token_id, token_digest, begun_wall_ns, held) "
             "VALUES (?, ?, ?, ?, ?, ?)",
             (execution_id, json.dumps(spec, sort_keys=True), token_id, token_digest, begun_wall_ns, int(held)),
         )
 
     def held(self, execution_id: str) -> None:
-        self._db.execute("UPDATE executions SET held = 1 WHERE execution_id = ?", (execution_id,))
+        self._keep("UPDATE executions SET held = 1 WHERE execution_id = ?", (execution_id,))
 
     def tripped(self, execution_id: str, reason: int, detail: str, wall_ns: int) -> None:
-        self._db.execute(
+        self._keep(
             "UPDATE executions SET trip_reason = ?, trip_detail = ?, trip_wall_ns = ? "
             "WHERE execution_id = ? AND trip_reason IS NULL",
             (reason, detail, wall_ns, execution_id),
         )
 
     def ended(self, execution_id: str) -> None:
-        self._db.execute("UPDATE executions SET ended = 1 WHERE execution_id = ?", (execution_id,))
+        self._keep("UPDATE executions SET ended = 1 WHERE execution_id = ?", (execution_id,))
 
     def forget(self, execution_id: str) -> None:
         """Nothing more can happen to this execution: drop it and its groups."""
-        self._db.execute("DELETE FROM process_groups WHERE execution_id = ?", (execution_id,))
-        self._db.execute("DELETE FROM executions WHERE execution_id = ?", (execution_id,))
+        self._keep("DELETE FROM process_groups WHERE execution_id = ?", (execution_id,))
+        self._keep("DELETE FROM executions WHERE execution_id = ?", (execution_id,))
 
     def group_registered(self, execution_id: str, group: JournaledGroup) -> None:
-        self._db.execute(
+        self._ahead(
             "INSERT OR REPLACE INTO process_groups "
             "(execution_id, tool_id, terminator_id, pgid, leader_start, session, signal, kill_after_ns) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -180,11 +305,9 @@ class Journal:
     def group_dropped(self, execution_id: str, tool_id: str, terminator_id: str | None = None) -> None:
         """A group is no longer to be killed (unregistered, or its tool unwound)."""
         if terminator_id is None:
-            self._db.execute(
-                "DELETE FROM process_groups WHERE execution_id = ? AND tool_id = ?", (execution_id, tool_id)
-            )
+            self._keep("DELETE FROM process_groups WHERE execution_id = ? AND tool_id = ?", (execution_id, tool_id))
         else:
-            self._db.execute(
+            self._keep(
                 "DELETE FROM process_groups WHERE execution_id = ? AND tool_id = ? AND terminator_id = ?",
                 (execution_id, tool_id, terminator_id),
             )

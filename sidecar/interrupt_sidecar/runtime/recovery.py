@@ -29,7 +29,7 @@ from interrupt_sidecar.domain.coordinator import Coordinator, ExecutionSpec
 from interrupt_sidecar.domain.execution import ProcessGroupSpec, RemoteParent
 from interrupt_sidecar.domain.types import Instant, InterruptBehavior, InterruptReason
 from interrupt_sidecar.errors import SidecarError
-from interrupt_sidecar.osedge.journal import Journal, JournaledExecution
+from interrupt_sidecar.osedge.journal import Journal, JournaledExecution, JournalUnavailable
 from interrupt_sidecar.osedge.process_groups import GroupIdentity
 from interrupt_sidecar.runtime.trip_path import TripPath
 
@@ -120,15 +120,22 @@ def _recover_one(
             behavior=InterruptBehavior.EXTERNALLY_TERMINATED,
             pid=0,
         )
+        rejournaled = True
         for group in record.groups:
             terminator_spec = ProcessGroupSpec(group.pgid, group.signal, group.kill_after_ns)
             identity = GroupIdentity(group.pgid, group.leader_start, group.session)
             # Journaled again under the stand-in's id before the original rows go.
-            trip_path.group_registering(stand_in, group.terminator_id, terminator_spec, identity)
+            try:
+                trip_path.group_registering(stand_in, group.terminator_id, terminator_spec, identity)
+            except JournalUnavailable as err:
+                # The disk fails: the original rows stay (a later restart still finds the
+                # group) and the group is registered all the same, so it is still killed.
+                log.error("recovery: process group %d not journaled again: %s", group.pgid, err)
+                rejournaled = False
             execution.register(stand_in, group.terminator_id, terminator_spec, identity)
             report.groups += 1
         for group in record.groups:
-            if group.tool_id != stand_in.tool_id:
+            if rejournaled and group.tool_id != stand_in.tool_id:
                 journal.group_dropped(record.execution_id, group.tool_id, group.terminator_id)
         # Its stream is gone; the groups stay registered (a detached tool's groups do).
         execution.detach(stand_in)
@@ -140,10 +147,13 @@ def _recover_one(
             begun = execution.begun_at
             at = Instant(begun.mono_ns + (record.trip_wall_ns - begun.wall_ns), record.trip_wall_ns)
         execution.trip(InterruptReason(record.trip_reason), record.trip_detail, at)
+        # Only now: its tripped parent's cascade finds it tripped, with its own trip kept.
+        coordinator.follow_parent(execution)
         report.retripped.append(record.execution_id)
         if record.ended:
             coordinator.end(record.execution_id)
         return
+    coordinator.follow_parent(execution)
     if record.held:
         within = execution.lease_ttl_ns or holder_grace_ns
         trip_path.expect_holder(execution, within)

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from interrupt_sidecar.domain.execution import CallbackSpec, Execution, ProcessGroupSpec, Terminator, ToolRun, ToolSink
 from interrupt_sidecar.domain.types import Clock, Instant, InterruptReason, Trip
 from interrupt_sidecar.errors import SidecarError
-from interrupt_sidecar.osedge.journal import Journal, JournaledGroup
+from interrupt_sidecar.osedge.journal import Journal, JournaledGroup, JournalUnavailable
 from interrupt_sidecar.osedge.process_groups import GroupIdentity, ProcessGroups, ProcessTree
 from interrupt_sidecar.runtime import events
 from interrupt_sidecar.runtime.observer import NOOP_OBSERVER, TripObserver, refusal_cause
@@ -186,6 +186,19 @@ class TripPath:
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
         return self._loop
+
+    def ensure_journaled(self, what: str) -> None:
+        """Before an RPC answers for facts the journal must hold (a trip, an end): raise
+        ``JournalUnavailable`` when a write is still kept (the disk fails). What ``what``
+        describes has happened all the same; only its durability is not promised."""
+        journal = self.journal
+        if journal is None or journal.healthy or journal.retry():
+            return
+        raise JournalUnavailable(
+            f"{what}, but the journal in the state directory cannot write ({journal.failure}): a restart of the "
+            "daemon now would forget it. Free space or fix the disk; ask again once the daemon's health is "
+            "SERVING and the answer is journaled"
+        )
 
     def _call_at(self, at: Instant, callback: Callable[[], None]) -> _Deadline:
         return _Deadline(self.loop, self._clock, at, callback)

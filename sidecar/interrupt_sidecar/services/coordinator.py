@@ -121,6 +121,11 @@ class CoordinatorService(pb_grpc.CoordinatorServiceServicer):
             raise InvalidArgument("name a target: execution_id, context_id, session_id or task_id")
         await self._trip_path.let_writers_start()
         self._observe(reason, outcomes)
+        if outcomes:
+            # Safety first: the trips above happened and their kills are under way; only
+            # the answer says whether a restart would still know them.
+            ids = ", ".join(o.execution_id for o in outcomes[:5]) + (" ..." if len(outcomes) > 5 else "")
+            self._trip_path.ensure_journaled(f"the interrupt tripped or found tripped {ids}")
         return pb.InterruptResponse(
             outcomes=[
                 pb.InterruptOutcome(execution_id=o.execution_id, tripped=o.tripped, reason=int(o.reason))  # type: ignore[arg-type]
@@ -137,7 +142,9 @@ class CoordinatorService(pb_grpc.CoordinatorServiceServicer):
     @maps_errors
     async def EndExecution(self, request: pb.EndExecutionRequest, context: Context) -> pb.EndExecutionResponse:
         execution_id = v.identifier(request.execution_id, "execution_id", required=True)
-        return pb.EndExecutionResponse(execution=convert.execution(self._coordinator.end(execution_id)))
+        execution = self._coordinator.end(execution_id)
+        self._trip_path.ensure_journaled(f"execution {execution_id!r} ended")
+        return pb.EndExecutionResponse(execution=convert.execution(execution))
 
     @maps_errors
     async def KeepAlive(self, request: pb.KeepAliveRequest, context: Context) -> pb.KeepAliveResponse:
