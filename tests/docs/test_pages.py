@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DaemonProcess, start_daemon
-from tests.docs.blocks import ROOT, docblock, run_transcript
-from tests.docs.support import BIN, HELM, shape, shell_env
+from tests.docs.blocks import docblock, run_transcript
+from tests.docs.support import BIN, helm_install_as_template, shape, shell_env
 
 #: The daemon's own log lines (stderr, which a terminal shows beside stdout).
 _LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (DEBUG|INFO) ")
@@ -123,21 +123,10 @@ def test_federation_child_in_another_daemon_trips_with_its_parent(
 
 
 def test_kubernetes_helm_install_renders_every_monitoring_object() -> None:
-    if not HELM.exists():
-        pytest.fail(f"{HELM} is missing: run `make install-test` (scripts/ensure_helm.sh)")
-    shim = f'helm() {{ if [ "$1" = install ]; then shift; "{HELM}" template "$@"; else "{HELM}" "$@"; fi; }}\n'
-    result = subprocess.run(
-        ["bash", "-c", shim + docblock("kubernetes-helm-install").text],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    kinds = set(re.findall(r"^kind: (\w+)", result.stdout, flags=re.M))
+    rendered = helm_install_as_template("kubernetes-helm-install")
+    kinds = set(re.findall(r"^kind: (\w+)", rendered, flags=re.M))
     assert {"Deployment", "PodMonitor", "PrometheusRule", "ConfigMap"} <= kinds, kinds
-    assert "release: kps" in result.stdout
+    assert "release: kps" in rendered
 
 
 def test_transcript_runner_fails_on_a_wrong_line(tmp_path: Path) -> None:

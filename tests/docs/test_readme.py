@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import DaemonProcess
 from tests.docs.blocks import ROOT, docblock, run_transcript, transcript
-from tests.docs.support import HELM, shape, shell_env
+from tests.docs.support import helm_install_as_template, shape, shell_env
 
 REQUIRE_ALL_LANGUAGES = os.environ.get("INTERRUPT_SIDECAR_REQUIRE_ALL_LANGUAGES") == "1"
 #: make's echo of the `install` recipe, printed when .venv is older than a package definition.
@@ -86,21 +86,9 @@ def test_go_tool_prints_the_same_lines_under_the_python_agent(daemon: DaemonProc
 
 
 def test_helm_install_line_renders_with_the_repository_chart() -> None:
-    if not HELM.exists():
-        pytest.fail(f"{HELM} is missing: run `make install-test` (scripts/ensure_helm.sh)")
-    # Without a cluster, `helm install` becomes `helm template` with the same arguments.
-    shim = f'helm() {{ if [ "$1" = install ]; then shift; "{HELM}" template "$@"; else "{HELM}" "$@"; fi; }}\n'
-    result = subprocess.run(
-        ["bash", "-c", shim + docblock("install-helm").text],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "kind: Deployment" in result.stdout
-    assert 'image: "REGISTRY/interrupt-sidecar:' in result.stdout, "the --set from the README reaches the pod"
+    rendered = helm_install_as_template("install-helm")
+    assert "kind: Deployment" in rendered
+    assert 'image: "REGISTRY/interrupt-sidecar:' in rendered, "the --set from the README reaches the pod"
 
 
 def _checkout_copy(destination: Path) -> None:
