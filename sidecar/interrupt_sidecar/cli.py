@@ -268,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve(sub)
     _add_client(sub)
     from interrupt_sidecar.demo import add_demo
-    from interrupt_sidecar.mcp import add_mcp
+    from interrupt_sidecar.mcp.command import add_mcp
     from interrupt_sidecar.top import add_top
     from interrupt_sidecar.wrapper import add_run
 

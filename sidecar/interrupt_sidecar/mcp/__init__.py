@@ -7,9 +7,7 @@ daemon. ``jsonrpc`` is the framing and the protocol eras, ``turns`` how a reques
 its turn (and its run with the daemon), ``tracking`` the requests in flight, ``trip``
 what is said at a trip, ``processes`` what a call started and how it is killed,
 ``server`` the server process, ``stdio`` the agent's side, ``bridge`` the session that ties them, ``command`` the
-subcommand. Users' guide: docs/mcp.md.
+subcommand (the CLI imports ``interrupt_sidecar.mcp.command``; this package imports
+nothing, so its modules can import each other through it without a circle). Users' guide:
+docs/mcp.md.
 """
-
-from interrupt_sidecar.mcp.command import add_mcp, mcp_command
-
-__all__ = ["add_mcp", "mcp_command"]

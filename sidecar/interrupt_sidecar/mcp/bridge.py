@@ -36,10 +36,10 @@ from typing import Any
 from interrupt_sidecar_client import Cancellation, ToolOutcome
 
 from interrupt_sidecar.mcp import jsonrpc, processes, trip
+from interrupt_sidecar.mcp.scope import KillScope
 from interrupt_sidecar.mcp.server import LINE_LIMIT, ServerProcess
 from interrupt_sidecar.mcp.stdio import AgentOutput, open_stdio
 from interrupt_sidecar.mcp.tracking import InFlight, RequestTable
-from interrupt_sidecar.mcp.trip import KillScope
 from interrupt_sidecar.mcp.turns import TOKEN_META, CallRun, TokenSources, Turn, attach_call
 
 log = logging.getLogger(__name__)

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import logging
 import os
 import sys
-
-from interrupt_sidecar_client._config import resolve_address
+from typing import TYPE_CHECKING
 
 from interrupt_sidecar import settings
 from interrupt_sidecar.config import ConfigError, parse_duration
-from interrupt_sidecar.mcp.bridge import Bridge, BridgeOptions
-from interrupt_sidecar.mcp.trip import KillScope
-from interrupt_sidecar.mcp.turns import TokenFile, TokenSources
+from interrupt_sidecar.mcp.scope import KillScope
 from interrupt_sidecar.wrapper.exits import EXIT_INTERNAL, EXIT_USAGE
-from interrupt_sidecar.wrapper.spawn import become_subreaper
+
+# Every subcommand builds this parser: the bridge (asyncio, the client, grpc) is imported
+# only when `mcp` runs.
+if TYPE_CHECKING:
+    from interrupt_sidecar.mcp.bridge import BridgeOptions
 
 EPILOG = """\
 The MCP host starts `interrupt-sidecar mcp -- CMD ARGS...` where it started `CMD ARGS...`.
@@ -84,6 +83,11 @@ def _seconds(text: str | None, name: str) -> float | None:
 
 
 def _options(args: argparse.Namespace) -> BridgeOptions:
+    from interrupt_sidecar_client._config import resolve_address
+
+    from interrupt_sidecar.mcp.bridge import BridgeOptions
+    from interrupt_sidecar.mcp.turns import TokenFile, TokenSources
+
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
@@ -117,6 +121,12 @@ def mcp_command(args: argparse.Namespace) -> int:
     except ConfigError as err:
         print(f"interrupt-sidecar mcp: {err}", file=sys.stderr)
         return EXIT_USAGE
+    import asyncio
+    import logging
+
+    from interrupt_sidecar.mcp.bridge import Bridge
+    from interrupt_sidecar.wrapper.spawn import become_subreaper
+
     logging.basicConfig(level=logging.WARNING, format="interrupt-sidecar mcp: %(message)s")
     try:
         # Everything the server starts stays our descendant, even what double-forks and setsid()s.

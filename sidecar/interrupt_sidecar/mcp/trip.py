@@ -7,7 +7,6 @@ model's context.
 
 from __future__ import annotations
 
-import enum
 from typing import Any
 
 from interrupt_sidecar_client import Cancellation, InterruptReason
@@ -25,17 +24,6 @@ REASON_TEXT: dict[InterruptReason, str] = {
     InterruptReason.SESSION_RELEASED: "the session was released",
     InterruptReason.HOLDER_LOST: "the agent holding the turn was lost",
 }
-
-
-class KillScope(enum.Enum):
-    """What the bridge kills after the grace, for the interrupted calls."""
-
-    #: The processes each interrupted call started (the default).
-    CALL = "call"
-    #: Every process started since the turn's first request (calls that already answered too).
-    TURN = "turn"
-    #: The server and its whole tree; it is restarted on the next request.
-    SERVER = "server"
 
 
 def reason_text(cancellation: Cancellation) -> str:
