@@ -272,6 +272,22 @@ def register_after_unwound(stage: Stage) -> None:
     stage.coordinator.end(turn.execution_id)
 
 
+def refused_on_the_wire(stage: Stage) -> None:
+    turn = stage.coordinator.begin()
+    driver = stage.start(turn.attach_token)
+    driver.expect("attached", behavior="NON_INTERRUPTIBLE")
+    refused = driver.expect("refused", terminator_id="refused", code="FAILED_PRECONDITION")
+    # The daemon's words (domain.execution.ensure_behavior_allows), not a client library's.
+    assert "declared NON_INTERRUPTIBLE" in refused["message"], f"{refused}\n{driver.transcript()}"
+    driver.expect("attached", behavior="EXTERNALLY_TERMINATED")
+    driver.expect("registered", terminator_id="accepted")
+    refused = driver.expect("refused", terminator_id="too_late", code="FAILED_PRECONDITION")
+    assert "has closed its run" in refused["message"], f"{refused}\n{driver.transcript()}"
+    driver.finish()
+    assert not stage.coordinator.get(turn.execution_id).cancelled
+    stage.coordinator.end(turn.execution_id)
+
+
 def process_group(stage: Stage) -> None:
     turn = stage.coordinator.begin()
     # Watched from before the trip: the group must die because the daemon signalled it (a
@@ -360,6 +376,7 @@ SCENARIO_FUNCTIONS: dict[str, Callable[[Stage], None]] = {
         fifo_terminators,
         leave_at_trip,
         register_after_unwound,
+        refused_on_the_wire,
         process_group,
         stale_execution,
         idiom,
