@@ -408,6 +408,7 @@ def test_a_daemon_killed_by_its_liveness_probe_restarts_and_recovers_its_executi
     execution = f"survivor-{secrets.token_hex(3)}"
     begun = exports(exec_in(cluster, "wedged", name, "agent", "interrupt-sidecar", "begin", f"--id={execution}"))
     daemon = task_pid(cluster, container_id(pod, SIDECAR))
+    agent_restarts = statuses(pod)["agent"].get("restartCount", 0)
     start = time.monotonic()
 
     os.kill(daemon, signal.SIGSTOP)
@@ -425,6 +426,8 @@ def test_a_daemon_killed_by_its_liveness_probe_restarts_and_recovers_its_executi
     # The kubelet's own word for why: its liveness probe, not a crash.
     kubelet = cluster.log_of("kubelet")
     assert f'"SyncLoop (probe)" probe="liveness" status="unhealthy" pod="wedged/{name}"' in kubelet
+    # The example agent waits for its sidecar instead of exiting (its container would restart).
+    assert statuses(pod)["agent"].get("restartCount", 0) == agent_restarts, statuses(pod)["agent"]
     status = json.loads(exec_in(cluster, "wedged", name, "agent", "interrupt-sidecar", "status", "--json", execution))
     assert status["execution"]["execution_id"] == execution and not status["execution"].get("cancelled"), status
     attached = exec_in(
