@@ -8,7 +8,6 @@ tools attach with the Python client over gRPC, and the process group is a real
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import signal
 import sys
@@ -16,7 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-# The client (grpc.aio), subprocess, tempfile and statistics are imported where the demo
+# The client (grpc.aio), asyncio, subprocess, tempfile and statistics are imported where the demo
 # uses them: every command builds the parser that registers this one.
 if TYPE_CHECKING:
     from interrupt_sidecar_client import aio
@@ -53,6 +52,8 @@ def run_demo(args: argparse.Namespace) -> int:
                 print(f"interrupt-sidecar demo: the daemon did not start ({line!r})", file=sys.stderr)
                 return EXIT_INTERNAL
             print(f"daemon ready on {address} (pid {daemon.pid})")
+            import asyncio
+
             asyncio.run(_demo(address, args.interrupts))
         finally:
             daemon.send_signal(signal.SIGTERM)
@@ -74,6 +75,7 @@ def _readline(stream: object, timeout: float) -> str:
 
 
 async def _demo(address: str, interrupts: int) -> None:
+
     from interrupt_sidecar_client import aio
 
     async with aio.AsyncCoordinator(address) as coordinator:
@@ -83,6 +85,8 @@ async def _demo(address: str, interrupts: int) -> None:
 
 
 async def _cooperative_tool(coordinator: aio.AsyncCoordinator, address: str) -> None:
+    import asyncio
+
     from interrupt_sidecar_client import EventKind, InterruptBehavior, InterruptReason, aio
 
     """A cooperative tool waits on its signal and unwinds; the daemon measures the unwind."""
@@ -113,6 +117,7 @@ async def _cooperative_tool(coordinator: aio.AsyncCoordinator, address: str) -> 
 
 
 async def _process_group(coordinator: aio.AsyncCoordinator, address: str) -> None:
+
     from interrupt_sidecar_client import EventKind, InterruptBehavior, InterruptReason, aio
 
     """An externally terminated tool hands over a process group; the daemon kills it."""
@@ -141,6 +146,7 @@ async def _process_group(coordinator: aio.AsyncCoordinator, address: str) -> Non
 
 
 async def _delivery_latency(coordinator: aio.AsyncCoordinator, address: str, interrupts: int) -> None:
+
     from interrupt_sidecar_client import InterruptBehavior, InterruptReason, aio
 
     """Interrupt call → the tool's client has the cancel, one attached tool per execution."""

@@ -15,22 +15,26 @@ line instead (for logs and pipes); ``--iterations N`` stops after N refreshes.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-import grpc
 from interrupt_sidecar_client._config import resolve_address
-from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
-from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 from interrupt_sidecar import settings
 from interrupt_sidecar.exits import EXIT_OK, EXIT_UNREACHABLE
 from interrupt_sidecar.settings import ConfigError, parse_duration
+
+# grpc, asyncio and the generated code are imported when `top` runs: every command builds
+# the parser that registers it.
+if TYPE_CHECKING:
+    import asyncio
+
+    from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+    from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 #: Live executions watched at once; beyond this, executions are listed but not followed.
 MAX_WATCHES = 256
@@ -62,6 +66,8 @@ def run_top(args: argparse.Namespace) -> int:
     if args.iterations < 0:
         raise ConfigError("--iterations must be 0 (forever) or more")
     address = resolve_address(args.address)
+    import asyncio
+
     try:
         return asyncio.run(_run(address, interval_s, args.iterations, sys.stdout))
     except KeyboardInterrupt:
@@ -95,10 +101,14 @@ def _name(enum: object, value: int, prefix: str) -> str:
 
 
 def _reason(value: int) -> str:
+    from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+
     return _name(pb.InterruptReason, value, "INTERRUPT_REASON_")
 
 
 def _behavior(value: int) -> str:
+    from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+
     return _name(pb.InterruptBehavior, value, "INTERRUPT_BEHAVIOR_") if value else "NON_INTERRUPTIBLE"
 
 
@@ -133,6 +143,9 @@ def _remember_trip(state: _State, execution_id: str, reason: int, at: float) -> 
 
 
 async def _watch(stub: pb_grpc.CoordinatorServiceAsyncStub, execution_id: str, state: _State) -> None:
+    import grpc
+    from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+
     call = stub.WatchExecution(pb.WatchExecutionRequest(execution_id=execution_id))
     try:
         async for event in call:
@@ -145,6 +158,12 @@ async def _watch(stub: pb_grpc.CoordinatorServiceAsyncStub, execution_id: str, s
 
 
 async def _run(address: str, interval_s: float, iterations: int, out: TextIO) -> int:
+    import asyncio
+
+    import grpc
+    from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+    from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+
     state = _State()
     watches: dict[str, asyncio.Task[None]] = {}
     clear = out.isatty()
@@ -193,6 +212,8 @@ def _follow(
 ) -> None:
     """Watch the listed live executions not watched yet (again, after a watch ended), and
     remember the trips the listing shows."""
+    import asyncio
+
     for execution_id in [e for e, task in watches.items() if task.done()]:
         del watches[execution_id]
     for execution in listed.executions:
