@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.polling import eventually
+
 ROOT = Path(__file__).resolve().parents[2]
 CONTAINERS_CONF = ROOT / "build" / "podman" / "containers.conf"
 
@@ -47,10 +49,7 @@ def build_image(timeout: float = 1800) -> str:
 def wait_for(what: str, check: Callable[[], bool], timeout: float, interval: float = 0.1) -> float:
     """Poll check() until it holds; returns the seconds it took, fails with `what` at the deadline."""
     start = time.monotonic()
-    while not check():
-        if time.monotonic() - start > timeout:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
+    eventually(check, timeout, interval, what=what)
     return time.monotonic() - start
 
 

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.polling import eventually
+
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "build" / "kubernetes"
 BIN = K8S / "bin"
@@ -48,14 +50,7 @@ def free_port() -> int:
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float, interval: float = 0.2) -> Any:
     """Poll check() until it returns something truthy; fail naming `what` at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
+    return eventually(check, timeout, interval, what=what)
 
 
 def _openssl(*args: str) -> None:

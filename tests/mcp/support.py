@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from interrupt_sidecar_client import BegunExecution, Coordinator, InterruptReason
 
 from tests.conftest import ROOT, DaemonProcess
+from tests.polling import eventually_async
 
 HERE = Path(__file__).resolve().parent
 NODE_MODULES = HERE / "servers" / "node_modules"
@@ -36,14 +37,7 @@ T = TypeVar("T")
 
 async def eventually(check: Callable[[], T], timeout: float = 15.0, interval: float = 0.005) -> T:
     """Poll ``check`` until it returns something truthy; fail at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s (last value {value!r})")
-        await asyncio.sleep(interval)
+    return await eventually_async(check, timeout, interval)
 
 
 async def within(awaitable: Awaitable[T], timeout: float = 20.0) -> T:

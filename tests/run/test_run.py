@@ -13,7 +13,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,24 +29,13 @@ from interrupt_sidecar_client import BegunExecution, Coordinator, EventKind, Int
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 
 from tests.conftest import ROOT, DaemonProcess
+from tests.polling import eventually
 from tests.requires import require_program
 
 EXIT_DEADLINE_S = 15.0
 
 
 # -- helpers -------------------------------------------------------------------------
-
-
-def eventually(check: Callable[[], Any], timeout: float = 10.0, interval: float = 0.01) -> Any:
-    """Poll ``check`` until it returns something truthy, or fail at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s (last value {result!r})")
-        time.sleep(interval)
 
 
 def alive(pid: int) -> bool:
