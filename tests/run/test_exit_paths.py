@@ -10,8 +10,11 @@
   forced, not raced — and the wrapper's first check strictly before it (the register is
   sent only after that check).
 - **1 for an internal error**, the documented example: no ``prctl(PR_SET_CHILD_SUBREAPER)``
-  (an ``LD_PRELOAD`` shim, ``failprctl.c``, makes it fail with EPERM as a seccomp policy
-  would).
+  (``noreaper.c`` runs the wrapper under a seccomp filter that makes it fail with EPERM, as
+  a container's policy would: a filter reaches the Python wrapper's libc call and the static
+  native binary's raw system call alike, where an ``LD_PRELOAD`` shim would reach only the first).
+
+Both run against both implementations (``implementation``, conftest.py).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as p
 
 from tests.conftest import DaemonProcess
 from tests.requires import require_program
-from tests.run.test_run import Wrapper, script, start
+from tests.run.test_run import Wrappers, script, start
 
 #: Every wait of the proxy; a wait that runs out fails the test through what it left undone.
 WAIT_S = 10.0
@@ -88,9 +91,9 @@ class TripOnRegister(pb_grpc.ToolChannelServiceServicer):
 
 
 @pytest.fixture
-def wrappers() -> Iterator[list[Wrapper]]:
+def wrappers(implementation: list[str]) -> Iterator[Wrappers]:
     """Wrappers a test started; any still running at the end is SIGKILLed by its PID."""
-    started: list[Wrapper] = []
+    started = Wrappers(implementation)
     yield started
     for wrapper in started:
         wrapper.kill()
@@ -110,7 +113,7 @@ def proxy_dir() -> Iterator[Path]:
 
 
 def test_a_trip_during_the_registration_exits_124_and_never_starts_the_command(
-    tmp_path: Path, proxy_dir: Path, wrappers: list[Wrapper], daemon: DaemonProcess, coordinator: Coordinator
+    tmp_path: Path, proxy_dir: Path, wrappers: Wrappers, daemon: DaemonProcess, coordinator: Coordinator
 ) -> None:
     turn: BegunExecution = coordinator.begin(grace=0.3)
     events = coordinator.watch(turn.execution_id)
@@ -146,26 +149,24 @@ def test_a_trip_during_the_registration_exits_124_and_never_starts_the_command(
 
 
 @pytest.fixture(scope="module")
-def failprctl() -> Iterator[Path]:
-    gcc = require_program("gcc", "the internal-error test builds an LD_PRELOAD shim")
+def noreaper() -> Iterator[Path]:
+    gcc = require_program("gcc", "the internal-error test builds a seccomp launcher")
     with tempfile.TemporaryDirectory(prefix="isd-prctl-") as directory:
-        library = Path(directory) / "failprctl.so"
+        launcher = Path(directory) / "noreaper"
         subprocess.run(
-            [gcc, "-shared", "-fPIC", "-O2", "-o", str(library), str(Path(__file__).with_name("failprctl.c")), "-ldl"],
-            check=True,
-            timeout=60,
+            [gcc, "-O2", "-o", str(launcher), str(Path(__file__).with_name("noreaper.c"))], check=True, timeout=60
         )
-        yield library
+        yield launcher
 
 
 def test_an_internal_error_exits_1_and_never_runs_the_command(
-    tmp_path: Path, wrappers: list[Wrapper], coordinator: Coordinator, failprctl: Path
+    tmp_path: Path, wrappers: Wrappers, coordinator: Coordinator, noreaper: Path
 ) -> None:
     turn = coordinator.begin(grace=0.3)
     events = coordinator.watch(turn.execution_id)
     assert next(events).kind is EventKind.SNAPSHOT
-    env = {**turn.tool_env(), "LD_PRELOAD": str(failprctl)}
-    wrapper = start(wrappers, script(tmp_path, f"touch {tmp_path}/ran\n"), env=env)
+    tool = script(tmp_path, f"touch {tmp_path}/ran\n")
+    wrapper = start(wrappers, tool, via=(str(noreaper),), env=turn.tool_env())
 
     assert wrapper.finish() == EXIT_INTERNAL, wrapper.stderr
     assert "cannot become a child subreaper" in wrapper.stderr and "Operation not permitted" in wrapper.stderr
