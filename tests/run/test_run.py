@@ -12,6 +12,7 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import textwrap
 import time
 from collections.abc import Iterator
@@ -531,3 +532,39 @@ def test_the_daemon_is_told_how_the_command_ended(
     coordinator.end(turn.execution_id)
     unwound = [e.proto.tool_unwound for e in events if e.kind is EventKind.TOOL_UNWOUND]
     assert [(u.tool_name, pb.ToolOutcome.Name(u.outcome)) for u in unwound] == [("build", f"TOOL_OUTCOME_{outcome}")]
+
+
+#: Starts the wrapper as a non-interactive shell starts a background job (and nohup does):
+#: SIGINT, SIGHUP and SIGPIPE ignored, which stays so across exec unless someone resets it;
+#: and SIGUSR1 blocked, which an exec keeps too.
+_STARTED_IGNORING = (
+    "import os, signal, sys\n"
+    "for s in (signal.SIGINT, signal.SIGHUP, signal.SIGPIPE): signal.signal(s, signal.SIG_IGN)\n"
+    "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
+    "os.execvp(sys.argv[1], sys.argv[1:])\n"
+)
+
+
+@pytest.mark.parametrize("token", [True, False], ids=["token", "no-token"])
+def test_the_command_starts_with_default_signal_dispositions(
+    implementation: list[str], turn: BegunExecution, token: bool
+) -> None:
+    # Python ignores SIGPIPE and SIGXFSZ, the Go runtime catches most signals and keeps an
+    # inherited SIG_IGN of SIGINT and SIGHUP: CMD gets a shell's defaults regardless. The
+    # mask: the gated child clears it (its own was the wrapper's); without a token CMD is
+    # exec'd unchanged, mask included.
+    base = {k: v for k, v in os.environ.items() if not k.startswith("INTERRUPT_SIDECAR_")}
+    result = subprocess.run(
+        [sys.executable, "-c", _STARTED_IGNORING, *implementation, "run", "--", "cat", "/proc/self/status"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**base, **(turn.tool_env() if token else {})},
+        timeout=EXIT_DEADLINE_S,
+    )
+    assert result.returncode == 0, result.stderr
+    fields = dict(line.split(":\t", 1) for line in result.stdout.splitlines() if ":\t" in line)
+    ignored = int(fields["SigIgn"], 16)
+    for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM):
+        assert not ignored & (1 << (signum - 1)), f"{signum.name} is ignored in the command"
+    assert int(fields["SigBlk"], 16) == (0 if token else 1 << (signal.SIGUSR1 - 1))
