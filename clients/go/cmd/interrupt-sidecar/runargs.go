@@ -111,14 +111,8 @@ func classify(arg string) (kind, error) {
 			return kind{option: name}, nil
 		}
 	}
-	if name, value, ok := strings.Cut(arg, "="); ok {
-		for _, known := range all {
-			if name == known {
-				return kind{option: known, explicit: &value}, nil
-			}
-		}
-	}
-	// Abbreviations: a unique prefix of a long option (argparse's allow_abbrev).
+	// NAME=VALUE, NAME a long option or a unique prefix of one (argparse's allow_abbrev; no
+	// option of run is a prefix of another, so an exact name is never ambiguous).
 	if strings.HasPrefix(arg, "--") {
 		prefix, value, hasValue := strings.Cut(arg, "=")
 		var matches []string
