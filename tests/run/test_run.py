@@ -568,3 +568,35 @@ def test_the_command_starts_with_default_signal_dispositions(
     for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM):
         assert not ignored & (1 << (signum - 1)), f"{signum.name} is ignored in the command"
     assert int(fields["SigBlk"], 16) == (0 if token else 1 << (signal.SIGUSR1 - 1))
+
+
+def test_an_empty_token_is_sent_and_refused(tmp_path: Path, wrappers: Wrappers, daemon: DaemonProcess) -> None:
+    # --token "" is a token (the daemon refuses it), not "no sidecar" as an empty variable is.
+    wrapper = start(wrappers, script(tmp_path, f"touch {tmp_path}/ran\n"), "--address", daemon.address, "--token", "")
+
+    assert wrapper.finish() == EXIT_REFUSED, wrapper.stderr
+    assert "refused the attach" in wrapper.stderr and "UNAUTHENTICATED" in wrapper.stderr
+    assert not (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize("token", [True, False], ids=["token", "no-token"])
+def test_the_command_inherits_the_wrappers_descriptors(
+    tmp_path: Path, implementation: list[str], turn: BegunExecution, token: bool
+) -> None:
+    # A descriptor the wrapper was given (here 3 and 4, the numbers a gate's pipes could take)
+    # reaches CMD unchanged, and the wrapper's own pipes do not.
+    base = {k: v for k, v in os.environ.items() if not k.startswith("INTERRUPT_SIDECAR_")}
+    opening = ["sh", "-c", f'exec 3>"{tmp_path}/three" 4>"{tmp_path}/four"; exec "$@"', "sh"]
+    tool = 'echo via-3 >&3 && echo via-4 >&4 && ls /proc/self/fd | sort -n | tr "\\n" " "'
+    result = subprocess.run(
+        [*opening, *implementation, "run", "--", "sh", "-c", tool],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**base, **(turn.tool_env() if token else {})},
+        timeout=EXIT_DEADLINE_S,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "three").read_text() == "via-3\n" and (tmp_path / "four").read_text() == "via-4\n"
+    # 0-4, and the descriptor ls opens to list them: nothing of the wrapper's own.
+    assert result.stdout.split() == ["0", "1", "2", "3", "4", "5"], result.stdout
