@@ -540,6 +540,24 @@ def test_the_daemon_is_told_how_the_command_ended(
     assert [(u.tool_name, pb.ToolOutcome.Name(u.outcome)) for u in unwound] == [("build", f"TOOL_OUTCOME_{outcome}")]
 
 
+def run_behind(
+    launcher: list[str], implementation: list[str], command: list[str], env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """``run -- command`` started by ``launcher`` (which sets something up, then execs it);
+    asserts it exited 0 and returns the finished process."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("INTERRUPT_SIDECAR_")}
+    result = subprocess.run(
+        [*launcher, *implementation, "run", "--", *command],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**base, **env},
+        timeout=EXIT_DEADLINE_S,
+    )
+    assert result.returncode == 0, result.stderr
+    return result
+
+
 #: Starts the wrapper as a non-interactive shell starts a background job (and nohup does):
 #: SIGINT, SIGHUP and SIGPIPE ignored, which stays so across exec unless someone resets it;
 #: and SIGUSR1 blocked, which an exec keeps too.
@@ -559,16 +577,8 @@ def test_the_command_starts_with_default_signal_dispositions(
     # inherited SIG_IGN of SIGINT and SIGHUP: CMD gets a shell's defaults regardless. The
     # mask: the gated child clears it (its own was the wrapper's); without a token CMD is
     # exec'd unchanged, mask included.
-    base = {k: v for k, v in os.environ.items() if not k.startswith("INTERRUPT_SIDECAR_")}
-    result = subprocess.run(
-        [sys.executable, "-c", _STARTED_IGNORING, *implementation, "run", "--", "cat", "/proc/self/status"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**base, **(turn.tool_env() if token else {})},
-        timeout=EXIT_DEADLINE_S,
-    )
-    assert result.returncode == 0, result.stderr
+    launcher = [sys.executable, "-c", _STARTED_IGNORING]
+    result = run_behind(launcher, implementation, ["cat", "/proc/self/status"], turn.tool_env() if token else {})
     fields = dict(line.split(":\t", 1) for line in result.stdout.splitlines() if ":\t" in line)
     ignored = int(fields["SigIgn"], 16)
     for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM):
@@ -591,18 +601,9 @@ def test_the_command_inherits_the_wrappers_descriptors(
 ) -> None:
     # A descriptor the wrapper was given (here 3 and 4, the numbers a gate's pipes could take)
     # reaches CMD unchanged, and the wrapper's own pipes do not.
-    base = {k: v for k, v in os.environ.items() if not k.startswith("INTERRUPT_SIDECAR_")}
     opening = ["sh", "-c", f'exec 3>"{tmp_path}/three" 4>"{tmp_path}/four"; exec "$@"', "sh"]
     tool = 'echo via-3 >&3 && echo via-4 >&4 && ls /proc/self/fd | sort -n | tr "\\n" " "'
-    result = subprocess.run(
-        [*opening, *implementation, "run", "--", "sh", "-c", tool],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**base, **(turn.tool_env() if token else {})},
-        timeout=EXIT_DEADLINE_S,
-    )
-    assert result.returncode == 0, result.stderr
+    result = run_behind(opening, implementation, ["sh", "-c", tool], turn.tool_env() if token else {})
     assert (tmp_path / "three").read_text() == "via-3\n" and (tmp_path / "four").read_text() == "via-4\n"
     # 0-4, and the descriptor ls opens to list them: nothing of the wrapper's own.
     assert result.stdout.split() == ["0", "1", "2", "3", "4", "5"], result.stdout
