@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from interrupt_sidecar.wrapper import EXIT_UNREACHABLE, EXIT_USAGE
@@ -80,3 +81,23 @@ def test_every_line_means_the_same_to_both(token: bool) -> None:
             assert go_err == py_err, f"run {line}"
     # The corpus reaches every kind of outcome: a usage error, and past the parser.
     assert EXIT_USAGE in seen and (EXIT_UNREACHABLE if token else 0) in seen
+
+
+@pytest.mark.parametrize("xdg", [True, False], ids=["XDG_RUNTIME_DIR", "no-XDG_RUNTIME_DIR"])
+def test_both_find_the_daemon_at_the_same_default_address(tmp_path: Path, xdg: bool) -> None:
+    # Without --address or INTERRUPT_SIDECAR_ADDRESS: serve's default socket, by the Python
+    # client's rule (_config.default_socket_path) and the Go client's (config.go) alike.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INTERRUPT_SIDECAR_") and k != "XDG_RUNTIME_DIR"}
+    env["INTERRUPT_SIDECAR_TOKEN"] = "ist1.x.y"
+    if xdg:
+        env["XDG_RUNTIME_DIR"] = str(tmp_path)
+        socket = tmp_path / "interrupt-sidecar" / "sidecar.sock"
+    else:
+        env["XDG_RUNTIME_DIR"] = "  "  # blank: as unset
+        socket = Path(f"/tmp/interrupt-sidecar-{os.getuid()}/sidecar.sock")
+        if socket.exists():
+            pytest.skip(f"a daemon may be listening at {socket}: the attach would not fail on the address")
+    for argv in ([sys.executable, "-m", "interrupt_sidecar"], [str(native_binary())]):
+        result = subprocess.run([*argv, "run", "--", "true"], capture_output=True, text=True, env=env, timeout=60)
+        assert result.returncode == EXIT_UNREACHABLE, result.stderr
+        assert f"attach to the sidecar at unix://{socket}:" in result.stderr, (argv, result.stderr)
