@@ -1,5 +1,10 @@
 """The fast path of ``run`` without a token (interrupt_sidecar.wrapper.direct): which command
-lines it execs at once, and which it leaves to the full parser (so their checks stay)."""
+lines it execs at once, and which it leaves to the full parser (so their checks stay).
+
+Python only: these call the Python function itself. The native binary's twin
+(``commandWithoutToken``) is held to the same table by its Go unit test
+(``clients/go/cmd/interrupt-sidecar/runargs_test.go``, in ``make -C clients/go check``), and
+what either does with a whole line is compared in test_command_line.py and test_run.py."""
 
 from __future__ import annotations
 

@@ -9,9 +9,18 @@
   the wrapper. The daemon so sees the registration strictly after the trip — the order is
   forced, not raced — and the wrapper's first check strictly before it (the register is
   sent only after that check).
+- **124 for a trip the wrapper never read before the command died.** The daemon writes the
+  cancel to the tool's stream and then signals the group, but the wrapper may reap the killed
+  command before it reads the cancel. A real gRPC proxy (:class:`HoldCancels`) forwards the
+  tool's stream but never passes a cancel on (and forwards ``GetExecution``), so that order is
+  forced: the command dies of the daemon's SIGTERM with no cancel read, and only the daemon's
+  stamped trip time, asked for with ``GetExecution``, tells 124 from 128+15.
 - **1 for an internal error**, the documented example: no ``prctl(PR_SET_CHILD_SUBREAPER)``
-  (an ``LD_PRELOAD`` shim, ``failprctl.c``, makes it fail with EPERM as a seccomp policy
-  would).
+  (``noreaper.c`` runs the wrapper under a seccomp filter that makes it fail with EPERM, as
+  a container's policy would: a filter reaches the Python wrapper's libc call and the static
+  native binary's raw system call alike, where an ``LD_PRELOAD`` shim would reach only the first).
+
+Both run against both implementations (``implementation``, conftest.py).
 """
 
 from __future__ import annotations
@@ -32,8 +41,9 @@ from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 from tests.conftest import DaemonProcess
+from tests.polling import eventually
 from tests.requires import require_program
-from tests.run.test_run import Wrapper, script, start
+from tests.run.test_run import Wrappers, script, start
 
 #: Every wait of the proxy; a wait that runs out fails the test through what it left undone.
 WAIT_S = 10.0
@@ -87,10 +97,46 @@ class TripOnRegister(pb_grpc.ToolChannelServiceServicer):
             yield answer
 
 
+class HoldCancels(pb_grpc.ToolChannelServiceServicer):
+    """A proxy that forwards a tool's stream to the daemon but holds back every cancel, and
+    forwards GetExecution (:meth:`coordinator_handler`)."""
+
+    def __init__(self, upstream: grpc.Channel) -> None:
+        self._tools = pb_grpc.ToolChannelServiceStub(upstream)
+        self._coordinator = pb_grpc.CoordinatorServiceStub(upstream)
+        #: Set when a cancel came from the daemon (and was not passed on).
+        self.held = threading.Event()
+        #: Set when the wrapper asked the daemon about the execution.
+        self.asked = threading.Event()
+
+    def Attach(
+        self, request_iterator: Iterator[pb.ToolMessage], context: grpc.ServicerContext
+    ) -> Iterator[pb.SidecarMessage]:
+        for answer in self._tools.Attach(request_iterator):
+            if answer.WhichOneof("message") == "cancel":
+                self.held.set()
+                continue
+            yield answer
+
+    def GetExecution(self, request: pb.GetExecutionRequest, context: grpc.ServicerContext) -> pb.GetExecutionResponse:
+        self.asked.set()
+        response: pb.GetExecutionResponse = self._coordinator.GetExecution(request, timeout=WAIT_S)
+        return response
+
+    def coordinator_handler(self) -> grpc.GenericRpcHandler:
+        """The CoordinatorService with GetExecution alone (the rest: UNIMPLEMENTED)."""
+        get = grpc.unary_unary_rpc_method_handler(
+            self.GetExecution,
+            request_deserializer=pb.GetExecutionRequest.FromString,
+            response_serializer=pb.GetExecutionResponse.SerializeToString,
+        )
+        return grpc.method_handlers_generic_handler("interrupt.v1.CoordinatorService", {"GetExecution": get})
+
+
 @pytest.fixture
-def wrappers() -> Iterator[list[Wrapper]]:
+def wrappers(implementation: list[str]) -> Iterator[Wrappers]:
     """Wrappers a test started; any still running at the end is SIGKILLed by its PID."""
-    started: list[Wrapper] = []
+    started = Wrappers(implementation)
     yield started
     for wrapper in started:
         wrapper.kill()
@@ -110,7 +156,7 @@ def proxy_dir() -> Iterator[Path]:
 
 
 def test_a_trip_during_the_registration_exits_124_and_never_starts_the_command(
-    tmp_path: Path, proxy_dir: Path, wrappers: list[Wrapper], daemon: DaemonProcess, coordinator: Coordinator
+    tmp_path: Path, proxy_dir: Path, wrappers: Wrappers, daemon: DaemonProcess, coordinator: Coordinator
 ) -> None:
     turn: BegunExecution = coordinator.begin(grace=0.3)
     events = coordinator.watch(turn.execution_id)
@@ -145,27 +191,54 @@ def test_a_trip_during_the_registration_exits_124_and_never_starts_the_command(
     assert [pb.ToolOutcome.Name(u.outcome) for u in unwound] == ["TOOL_OUTCOME_INTERRUPTED"], unwound
 
 
+def test_a_trip_unread_when_the_command_died_is_settled_with_the_daemon(
+    tmp_path: Path, proxy_dir: Path, wrappers: Wrappers, daemon: DaemonProcess, coordinator: Coordinator
+) -> None:
+    turn = coordinator.begin(grace=0.3)
+    address = f"unix://{proxy_dir / 'proxy.sock'}"
+    with grpc.insecure_channel(daemon.address) as upstream:
+        proxy = HoldCancels(upstream)
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        pb_grpc.add_ToolChannelServiceServicer_to_server(proxy, server)
+        server.add_generic_rpc_handlers((proxy.coordinator_handler(),))
+        server.add_insecure_port(address)
+        server.start()
+        try:
+            # No doorbell: it would bring the cancel past the proxy, straight from the daemon.
+            env = {**turn.tool_env(), "INTERRUPT_SIDECAR_ADDRESS": address, "INTERRUPT_SIDECAR_DOORBELL": "0"}
+            wrapper = start(wrappers, script(tmp_path, f"echo > {tmp_path}/ready\nsleep 30\n"), env=env)
+            eventually(lambda: (tmp_path / "ready").exists())
+            coordinator.interrupt(turn.execution_id, reason=InterruptReason.USER_SIGINT, detail="held back")
+            code = wrapper.finish()
+            eventually(proxy.held.is_set, timeout=WAIT_S)
+        finally:
+            server.stop(grace=None).wait(WAIT_S)
+
+    assert proxy.asked.is_set(), f"the wrapper did not ask the daemon\n{wrapper.stderr}"
+    assert code == EXIT_INTERRUPTED, wrapper.stderr
+    assert "interrupted USER_SIGINT: held back" in wrapper.stderr
+    coordinator.end(turn.execution_id)
+
+
 @pytest.fixture(scope="module")
-def failprctl() -> Iterator[Path]:
-    gcc = require_program("gcc", "the internal-error test builds an LD_PRELOAD shim")
+def noreaper() -> Iterator[Path]:
+    gcc = require_program("gcc", "the internal-error test builds a seccomp launcher")
     with tempfile.TemporaryDirectory(prefix="isd-prctl-") as directory:
-        library = Path(directory) / "failprctl.so"
+        launcher = Path(directory) / "noreaper"
         subprocess.run(
-            [gcc, "-shared", "-fPIC", "-O2", "-o", str(library), str(Path(__file__).with_name("failprctl.c")), "-ldl"],
-            check=True,
-            timeout=60,
+            [gcc, "-O2", "-o", str(launcher), str(Path(__file__).with_name("noreaper.c"))], check=True, timeout=60
         )
-        yield library
+        yield launcher
 
 
 def test_an_internal_error_exits_1_and_never_runs_the_command(
-    tmp_path: Path, wrappers: list[Wrapper], coordinator: Coordinator, failprctl: Path
+    tmp_path: Path, wrappers: Wrappers, coordinator: Coordinator, noreaper: Path
 ) -> None:
     turn = coordinator.begin(grace=0.3)
     events = coordinator.watch(turn.execution_id)
     assert next(events).kind is EventKind.SNAPSHOT
-    env = {**turn.tool_env(), "LD_PRELOAD": str(failprctl)}
-    wrapper = start(wrappers, script(tmp_path, f"touch {tmp_path}/ran\n"), env=env)
+    tool = script(tmp_path, f"touch {tmp_path}/ran\n")
+    wrapper = start(wrappers, tool, via=(str(noreaper),), env=turn.tool_env())
 
     assert wrapper.finish() == EXIT_INTERNAL, wrapper.stderr
     assert "cannot become a child subreaper" in wrapper.stderr and "Operation not permitted" in wrapper.stderr

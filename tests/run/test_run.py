@@ -1,7 +1,9 @@
 """``interrupt-sidecar run``: real wrapper processes, real commands, a real daemon.
 
 Every command here is a real process tree; "gone" is checked through ``/proc``. Waits
-poll with deadlines; nothing sleeps a fixed time.
+poll with deadlines; nothing sleeps a fixed time. Every test runs against both
+implementations, the Python wrapper and the native binary (``implementation``, conftest.py),
+with the same assertions.
 """
 
 from __future__ import annotations
@@ -62,10 +64,11 @@ def read_int(path: Path) -> int | None:
 
 
 class Wrapper:
-    """One ``python -m interrupt_sidecar run ... -- CMD`` process."""
+    """One ``interrupt-sidecar run ... -- CMD`` process (``implementation`` is the argv before ``run``)."""
 
     def __init__(
         self,
+        implementation: list[str],
         command: list[str],
         *options: str,
         env: dict[str, str] | None = None,
@@ -74,7 +77,7 @@ class Wrapper:
         base = {k: v for k, v in os.environ.items() if not k.startswith("INTERRUPT_SIDECAR_")}
         self.started = time.monotonic()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "interrupt_sidecar", "run", *options, "--", *command],
+            [*implementation, "run", *options, "--", *command],
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -117,10 +120,18 @@ class Wrapper:
         self.process.communicate()
 
 
+class Wrappers(list[Wrapper]):
+    """The wrappers a test started, and the implementation it starts them with."""
+
+    def __init__(self, implementation: list[str]) -> None:
+        super().__init__()
+        self.implementation = implementation
+
+
 @pytest.fixture
-def wrappers() -> Iterator[list[Wrapper]]:
+def wrappers(implementation: list[str]) -> Iterator[Wrappers]:
     """Wrappers a test started; any still running at the end is SIGKILLed by its PID."""
-    started: list[Wrapper] = []
+    started = Wrappers(implementation)
     yield started
     for wrapper in started:
         wrapper.kill()
@@ -137,8 +148,9 @@ def turn(coordinator: Coordinator) -> BegunExecution:
     return coordinator.begin(grace=0.3)
 
 
-def start(wrappers: list[Wrapper], command: list[str], *options: str, **kwargs: Any) -> Wrapper:
-    wrapper = Wrapper(command, *options, **kwargs)
+def start(wrappers: Wrappers, command: list[str], *options: str, via: tuple[str, ...] = (), **kwargs: Any) -> Wrapper:
+    """Start ``run *options -- command`` with the test's implementation (behind ``via``, a launcher)."""
+    wrapper = Wrapper([*via, *wrappers.implementation], command, *options, **kwargs)
     wrappers.append(wrapper)
     return wrapper
 
@@ -155,7 +167,7 @@ def script(tmp_path: Path, body: str, name: str = "tool.sh") -> list[str]:
 
 
 def test_interrupt_kills_the_group_and_exits_124_with_the_reason(
-    tmp_path: Path, wrappers: list[Wrapper], coordinator: Coordinator, turn: BegunExecution
+    tmp_path: Path, wrappers: Wrappers, coordinator: Coordinator, turn: BegunExecution
 ) -> None:
     tool = script(
         tmp_path,
@@ -180,7 +192,7 @@ def test_interrupt_kills_the_group_and_exits_124_with_the_reason(
 
 
 def test_a_trip_before_the_attach_never_starts_the_command(
-    tmp_path: Path, wrappers: list[Wrapper], coordinator: Coordinator, turn: BegunExecution
+    tmp_path: Path, wrappers: Wrappers, coordinator: Coordinator, turn: BegunExecution
 ) -> None:
     coordinator.interrupt(turn.execution_id, reason=InterruptReason.BUDGET_EXCEEDED)
     wrapper = start(wrappers, script(tmp_path, f"touch {tmp_path}/ran\n"), env=turn.tool_env())
@@ -191,7 +203,7 @@ def test_a_trip_before_the_attach_never_starts_the_command(
 
 
 def test_a_c_program_is_interrupted_and_handles_sigterm(
-    tmp_path: Path, wrappers: list[Wrapper], coordinator: Coordinator, turn: BegunExecution
+    tmp_path: Path, wrappers: Wrappers, coordinator: Coordinator, turn: BegunExecution
 ) -> None:
     gcc = require_program("gcc", "the C tool is compiled here")
     source = tmp_path / "crawl.c"
@@ -200,10 +212,16 @@ def test_a_c_program_is_interrupted_and_handles_sigterm(
             """\
             #include <signal.h>
             #include <stdio.h>
-            #include <stdlib.h>
             #include <unistd.h>
 
-            static void stop(int sig) { (void)sig; puts("crawl: stopping, partial results saved"); exit(0); }
+            /* write and _exit: stdio in a handler could flush "ready" a second time if
+               the signal lands while fflush is still bookkeeping it. */
+            static void stop(int sig) {
+                static const char line[] = "crawl: stopping, partial results saved\\n";
+                (void)sig;
+                (void)!write(1, line, sizeof line - 1);
+                _exit(0);
+            }
 
             int main(void) {
                 signal(SIGTERM, stop);
@@ -232,7 +250,7 @@ def test_a_c_program_is_interrupted_and_handles_sigterm(
     [("exit 0", 0), ("exit 3", 3), ("kill -TERM $$", 128 + 15), ("kill -KILL $$", 128 + 9)],
 )
 def test_the_commands_own_exit_code_passes_through(
-    tmp_path: Path, wrappers: list[Wrapper], turn: BegunExecution, body: str, code: int
+    tmp_path: Path, wrappers: Wrappers, turn: BegunExecution, body: str, code: int
 ) -> None:
     wrapper = start(wrappers, script(tmp_path, f"echo out\necho err >&2\n{body}\n"), env=turn.tool_env())
 
@@ -240,7 +258,7 @@ def test_the_commands_own_exit_code_passes_through(
     assert (wrapper.stdout, wrapper.stderr) == ("out\n", "err\n"), "CMD keeps the wrapper's streams"
 
 
-def test_a_command_that_does_not_exist_exits_127(wrappers: list[Wrapper], turn: BegunExecution) -> None:
+def test_a_command_that_does_not_exist_exits_127(wrappers: Wrappers, turn: BegunExecution) -> None:
     wrapper = start(wrappers, ["/nonexistent/tool"], env=turn.tool_env())
 
     assert wrapper.finish() == EXIT_NOT_FOUND
@@ -251,7 +269,7 @@ def test_a_command_that_does_not_exist_exits_127(wrappers: list[Wrapper], turn: 
 
 
 def test_a_daemonized_grandchild_does_not_outlive_the_wrapper(
-    tmp_path: Path, wrappers: list[Wrapper], turn: BegunExecution
+    tmp_path: Path, wrappers: Wrappers, turn: BegunExecution
 ) -> None:
     # Double fork + setsid: the grandchild leaves the group and the session, and its
     # parent exits, so only the subreaper still has it. It ignores SIGTERM, so the
@@ -274,7 +292,7 @@ def test_a_daemonized_grandchild_does_not_outlive_the_wrapper(
 
 
 def test_descendants_of_an_interrupted_command_are_killed_too(
-    tmp_path: Path, wrappers: list[Wrapper], coordinator: Coordinator, turn: BegunExecution
+    tmp_path: Path, wrappers: Wrappers, coordinator: Coordinator, turn: BegunExecution
 ) -> None:
     tool = script(
         tmp_path,
@@ -294,7 +312,7 @@ def test_descendants_of_an_interrupted_command_are_killed_too(
     assert not alive(escaped) and not alive(child)
 
 
-def test_killing_the_wrapper_kills_the_command(tmp_path: Path, wrappers: list[Wrapper], turn: BegunExecution) -> None:
+def test_killing_the_wrapper_kills_the_command(tmp_path: Path, wrappers: Wrappers, turn: BegunExecution) -> None:
     wrapper = start(wrappers, script(tmp_path, f"echo $$ > {tmp_path}/tool.pid\nexec sleep 60\n"), env=turn.tool_env())
     tool_pid = eventually(lambda: read_int(tmp_path / "tool.pid"))
     wrapper.process.kill()
@@ -308,7 +326,7 @@ def test_killing_the_wrapper_kills_the_command(tmp_path: Path, wrappers: list[Wr
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_signals_to_the_wrapper_are_forwarded_to_the_command(
-    tmp_path: Path, wrappers: list[Wrapper], turn: BegunExecution, signum: signal.Signals
+    tmp_path: Path, wrappers: Wrappers, turn: BegunExecution, signum: signal.Signals
 ) -> None:
     name = signum.name.removeprefix("SIG")
     tool = script(
@@ -328,7 +346,7 @@ def test_signals_to_the_wrapper_are_forwarded_to_the_command(
 
 
 def test_a_forwarded_signal_that_kills_the_command_exits_128_plus_n(
-    tmp_path: Path, wrappers: list[Wrapper], turn: BegunExecution
+    tmp_path: Path, wrappers: Wrappers, turn: BegunExecution
 ) -> None:
     wrapper = start(wrappers, script(tmp_path, f"echo > {tmp_path}/ready\nsleep 60\n"), env=turn.tool_env())
     eventually(lambda: (tmp_path / "ready").exists())
@@ -340,7 +358,7 @@ def test_a_forwarded_signal_that_kills_the_command_exits_128_plus_n(
 # -- the daemon unreachable, refusing, absent ----------------------------------------------
 
 
-def test_an_unreachable_daemon_exits_4_without_running_the_command(tmp_path: Path, wrappers: list[Wrapper]) -> None:
+def test_an_unreachable_daemon_exits_4_without_running_the_command(tmp_path: Path, wrappers: Wrappers) -> None:
     env = {"INTERRUPT_SIDECAR_ADDRESS": f"unix://{tmp_path}/none.sock", "INTERRUPT_SIDECAR_TOKEN": "ist1.x.y"}
     wrapper = start(wrappers, script(tmp_path, f"touch {tmp_path}/ran\n"), env=env)
 
@@ -350,7 +368,7 @@ def test_an_unreachable_daemon_exits_4_without_running_the_command(tmp_path: Pat
 
 
 def test_a_refused_attach_exits_5_without_running_the_command(
-    tmp_path: Path, wrappers: list[Wrapper], daemon: DaemonProcess
+    tmp_path: Path, wrappers: Wrappers, daemon: DaemonProcess
 ) -> None:
     wrapper = start(
         wrappers, script(tmp_path, f"touch {tmp_path}/ran\n"), "--address", daemon.address, "--token", "not-a-token"
@@ -361,7 +379,7 @@ def test_a_refused_attach_exits_5_without_running_the_command(
     assert not (tmp_path / "ran").exists()
 
 
-def test_without_a_token_the_command_runs_unchanged(tmp_path: Path, wrappers: list[Wrapper]) -> None:
+def test_without_a_token_the_command_runs_unchanged(tmp_path: Path, wrappers: Wrappers) -> None:
     # No sidecar: the wrapper execs the command (same pid, group and streams).
     wrapper = start(wrappers, ["sh", "-c", "echo $$; cat; exit 7"], stdin="hello\n")
 
@@ -375,9 +393,7 @@ def test_without_a_token_the_command_runs_unchanged(tmp_path: Path, wrappers: li
     [(), ("--tool-name", "t", "--tool-call-id=c1", "--address", "unix:///nowhere"), ("--behavior", "COOPERATIVE")],
     ids=["bare", "unchecked-options", "checked-option"],
 )
-def test_without_a_token_options_change_nothing(
-    tmp_path: Path, wrappers: list[Wrapper], options: tuple[str, ...]
-) -> None:
+def test_without_a_token_options_change_nothing(tmp_path: Path, wrappers: Wrappers, options: tuple[str, ...]) -> None:
     # The fast path (options it need not check) and the full parser (the others) exec alike.
     wrapper = start(wrappers, ["sh", "-c", "echo $$; exit 3"], *options)
 
@@ -388,7 +404,7 @@ def test_without_a_token_options_change_nothing(
 
 @pytest.mark.parametrize(("name", "code"), [("missing", EXIT_NOT_FOUND), ("not-executable", 126)])
 def test_without_a_token_a_command_that_cannot_run_exits_like_a_shell(
-    tmp_path: Path, wrappers: list[Wrapper], name: str, code: int
+    tmp_path: Path, wrappers: Wrappers, name: str, code: int
 ) -> None:
     command = str(tmp_path / name)
     if name == "not-executable":
@@ -403,7 +419,7 @@ def test_without_a_token_a_command_that_cannot_run_exits_like_a_shell(
 
 
 def test_cooperative_sends_the_signal_and_lets_the_command_finish(
-    tmp_path: Path, wrappers: list[Wrapper], coordinator: Coordinator, turn: BegunExecution
+    tmp_path: Path, wrappers: Wrappers, coordinator: Coordinator, turn: BegunExecution
 ) -> None:
     tool = script(
         tmp_path,
@@ -422,7 +438,7 @@ def test_cooperative_sends_the_signal_and_lets_the_command_finish(
 
 
 def test_non_interruptible_runs_to_completion_through_a_trip(
-    tmp_path: Path, wrappers: list[Wrapper], coordinator: Coordinator, turn: BegunExecution
+    tmp_path: Path, wrappers: Wrappers, coordinator: Coordinator, turn: BegunExecution
 ) -> None:
     tool = script(
         tmp_path,
@@ -451,7 +467,9 @@ def test_non_interruptible_runs_to_completion_through_a_trip(
     ],
 )
 @pytest.mark.parametrize("token", ["ist1.x.y", None], ids=["token", "no-token"])
-def test_usage_errors_exit_2(tmp_path: Path, options: tuple[str, ...], message: str, token: str | None) -> None:
+def test_usage_errors_exit_2(
+    tmp_path: Path, implementation: list[str], options: tuple[str, ...], message: str, token: str | None
+) -> None:
     # Without a token too: the fast exec path must leave every check to the full parser.
     command = [] if not options else ["true"]
     env = {k: v for k, v in os.environ.items() if k != "INTERRUPT_SIDECAR_TOKEN"}
@@ -459,7 +477,7 @@ def test_usage_errors_exit_2(tmp_path: Path, options: tuple[str, ...], message: 
     if token is not None:
         env["INTERRUPT_SIDECAR_TOKEN"] = token
     result = subprocess.run(
-        [sys.executable, "-m", "interrupt_sidecar", "run", *options, "--", *command],
+        [*implementation, "run", *options, "--", *command],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -470,13 +488,11 @@ def test_usage_errors_exit_2(tmp_path: Path, options: tuple[str, ...], message: 
     assert message in result.stderr
 
 
-def test_a_command_run_from_a_terminal_can_read_it(wrappers: list[Wrapper], turn: BegunExecution) -> None:
+def test_a_command_run_from_a_terminal_can_read_it(implementation: list[str], turn: BegunExecution) -> None:
     # In a group of its own the command would be a background job of the terminal and
     # stop (SIGTTIN) at its first read; the wrapper hands it the foreground.
     script_tool = require_program("script", "util-linux script gives the command a terminal")
-    wrapper_line = shlex.join(
-        [sys.executable, "-m", "interrupt_sidecar", "run", "--", "sh", "-c", 'read x; echo "got $x"; exit 3']
-    )
+    wrapper_line = shlex.join([*implementation, "run", "--", "sh", "-c", 'read x; echo "got $x"; exit 3'])
     base = {k: v for k, v in os.environ.items() if not k.startswith("INTERRUPT_SIDECAR_")}
     terminal = subprocess.Popen(
         [script_tool, "-qec", f"{wrapper_line}; echo wrapper-exit=$?", "/dev/null"],
@@ -503,7 +519,7 @@ def test_a_command_run_from_a_terminal_can_read_it(wrappers: list[Wrapper], turn
 )
 def test_the_daemon_is_told_how_the_command_ended(
     tmp_path: Path,
-    wrappers: list[Wrapper],
+    wrappers: Wrappers,
     coordinator: Coordinator,
     turn: BegunExecution,
     body: str,
@@ -522,3 +538,72 @@ def test_the_daemon_is_told_how_the_command_ended(
     coordinator.end(turn.execution_id)
     unwound = [e.proto.tool_unwound for e in events if e.kind is EventKind.TOOL_UNWOUND]
     assert [(u.tool_name, pb.ToolOutcome.Name(u.outcome)) for u in unwound] == [("build", f"TOOL_OUTCOME_{outcome}")]
+
+
+def run_behind(
+    launcher: list[str], implementation: list[str], command: list[str], env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """``run -- command`` started by ``launcher`` (which sets something up, then execs it);
+    asserts it exited 0 and returns the finished process."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("INTERRUPT_SIDECAR_")}
+    result = subprocess.run(
+        [*launcher, *implementation, "run", "--", *command],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**base, **env},
+        timeout=EXIT_DEADLINE_S,
+    )
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+#: Starts the wrapper as a non-interactive shell starts a background job (and nohup does):
+#: SIGINT, SIGHUP and SIGPIPE ignored, which stays so across exec unless someone resets it;
+#: and SIGUSR1 blocked, which an exec keeps too.
+_STARTED_IGNORING = (
+    "import os, signal, sys\n"
+    "for s in (signal.SIGINT, signal.SIGHUP, signal.SIGPIPE): signal.signal(s, signal.SIG_IGN)\n"
+    "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
+    "os.execvp(sys.argv[1], sys.argv[1:])\n"
+)
+
+
+@pytest.mark.parametrize("token", [True, False], ids=["token", "no-token"])
+def test_the_command_starts_with_default_signal_dispositions(
+    implementation: list[str], turn: BegunExecution, token: bool
+) -> None:
+    # Python ignores SIGPIPE and SIGXFSZ, the Go runtime catches most signals and keeps an
+    # inherited SIG_IGN of SIGINT and SIGHUP: CMD gets a shell's defaults regardless. The
+    # mask: the gated child clears it (its own was the wrapper's); without a token CMD is
+    # exec'd unchanged, mask included.
+    launcher = [sys.executable, "-c", _STARTED_IGNORING]
+    result = run_behind(launcher, implementation, ["cat", "/proc/self/status"], turn.tool_env() if token else {})
+    fields = dict(line.split(":\t", 1) for line in result.stdout.splitlines() if ":\t" in line)
+    ignored = int(fields["SigIgn"], 16)
+    for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM):
+        assert not ignored & (1 << (signum - 1)), f"{signum.name} is ignored in the command"
+    assert int(fields["SigBlk"], 16) == (0 if token else 1 << (signal.SIGUSR1 - 1))
+
+
+def test_an_empty_token_is_sent_and_refused(tmp_path: Path, wrappers: Wrappers, daemon: DaemonProcess) -> None:
+    # --token "" is a token (the daemon refuses it), not "no sidecar" as an empty variable is.
+    wrapper = start(wrappers, script(tmp_path, f"touch {tmp_path}/ran\n"), "--address", daemon.address, "--token", "")
+
+    assert wrapper.finish() == EXIT_REFUSED, wrapper.stderr
+    assert "refused the attach" in wrapper.stderr and "UNAUTHENTICATED" in wrapper.stderr
+    assert not (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize("token", [True, False], ids=["token", "no-token"])
+def test_the_command_inherits_the_wrappers_descriptors(
+    tmp_path: Path, implementation: list[str], turn: BegunExecution, token: bool
+) -> None:
+    # A descriptor the wrapper was given (here 3 and 4, the numbers a gate's pipes could take)
+    # reaches CMD unchanged, and the wrapper's own pipes do not.
+    opening = ["sh", "-c", f'exec 3>"{tmp_path}/three" 4>"{tmp_path}/four"; exec "$@"', "sh"]
+    tool = 'echo via-3 >&3 && echo via-4 >&4 && ls /proc/self/fd | sort -n | tr "\\n" " "'
+    result = run_behind(opening, implementation, ["sh", "-c", tool], turn.tool_env() if token else {})
+    assert (tmp_path / "three").read_text() == "via-3\n" and (tmp_path / "four").read_text() == "via-4\n"
+    # 0-4, and the descriptor ls opens to list them: nothing of the wrapper's own.
+    assert result.stdout.split() == ["0", "1", "2", "3", "4", "5"], result.stdout

@@ -18,6 +18,8 @@ func dispatch(args []string) int {
 		switch args[0] {
 		case "run":
 			return runCommand(args[1:])
+		case gatedChildMode: // run's parked child, re-executed by run itself (gate.go)
+			return runGatedChild(args[1:])
 		case "begin", "interrupt", "end", "status":
 			return clientCommand(args[0], args[1:])
 		}
