@@ -140,11 +140,11 @@ def markdown(results: dict[str, Any]) -> str:
             if floor_name not in e:  # results recorded before the wire floor existed
                 continue
             suffix = floor_name.removeprefix("grpc_floor")
-            cpu_ratio = e.get(f"cpu_ratio_to_grpc_floor{suffix}")
+            cpu = e[floor_name]["server_cpu_ms_per_interrupt"]
+            cpu_ratio = e["daemon"]["server_cpu_ms_per_interrupt"] / cpu if cpu else float("nan")
             lines.append(
                 f"| {label} | {_q(e[floor_name])} | {_r(e[f'ratio_to_grpc_floor{suffix}'])} | "
-                f"{e[floor_name]['server_cpu_ms_per_interrupt']:.2f} ms | "
-                + (f"{cpu_ratio:.2f}× |" if cpu_ratio is not None else "|")
+                f"{cpu:.2f} ms | {cpu_ratio:.2f}× |"
             )
         lines += [
             "",
