@@ -14,6 +14,18 @@ server (the same grpcio) with three generic bytes methods:
   later if any member is left) and answers the stamp: the kill part's floor with the
   same gRPC call in its path as the daemon's ``Interrupt``.
 
+``--wire`` makes it the *wire floor* of the load part: the same calls and stream messages,
+of the same sizes, as a tool's and a coordinator's exchange with the daemon, answered with
+pre-built bytes and no logic (see ``WIRE``):
+
+* ``/bench.Floor/Begin`` (unary, as ``BeginExecution``): answers a fresh key padded with
+  NULs to a ``BeginExecutionResponse``'s size; ``/bench.Floor/End`` (as ``EndExecution``):
+  answers an ``EndExecutionResponse``-sized blob.
+* ``Attach``: the first request is the key padded to a ``hello``'s size, the answer an
+  ``attached``-sized blob; the tool's ``unwound`` before its half-close is read and dropped.
+* ``Trip``: the request is the key padded to an ``InterruptRequest``'s size, the answer an
+  ``InterruptResponse``-sized blob.
+
 ``python -m bench.floor raw --listen unix://PATH``: the floor without gRPC, a raw asyncio
 unix-socket server. A ``P<key>\\n`` line on a connection makes it a push connection for
 the key; a ``T<key>\\n`` line on another writes the same ``Cancel`` bytes
@@ -26,6 +38,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import secrets
 import signal
 import struct
 import sys
@@ -51,15 +64,48 @@ def cancel_bytes() -> bytes:
 
 CANCEL = cancel_bytes()
 
+#: Serialized sizes of the daemon's messages in the load part's exchange (execution ids
+#: ``exec-`` + 32 hex digits, tokens of 65 characters, the tool named ``bench``), as a
+#: daemon of this tree sends and receives them; ``tests/bench`` checks them against one.
+WIRE = {
+    "begin_request": 0,
+    "begin_response": 169,
+    "hello": 78,
+    "attached": 63,
+    "interrupt_request": 41,
+    "interrupt_response": 45,
+    "unwound": 4,
+    "end_request": 39,
+    "end_response": 97,
+}
+KEY_BYTES = 37  # "exec-" + 32 hex digits, as the daemon's execution ids
+
+
+def pad(data: bytes, size: int) -> bytes:
+    """``data`` followed by NULs up to ``size`` bytes (the wire floor's messages)."""
+    return data.ljust(size, b"\0")
+
+
+def unpad(data: bytes) -> bytes:
+    return data.partition(b"\0")[0]
+
+
+ATTACHED = pad(b"", WIRE["attached"])
+INTERRUPTED = pad(b"", WIRE["interrupt_response"])
+ENDED = pad(b"", WIRE["end_response"])
+
 
 class GrpcFloor:
-    def __init__(self) -> None:
+    def __init__(self, wire: bool = False) -> None:
+        self.wire = wire
         self.groups: dict[bytes, set[asyncio.Queue[bytes | None]]] = {}
 
     async def attach(
         self, requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext[bytes, bytes]
     ) -> AsyncIterator[bytes]:
         key = await anext(requests)
+        if self.wire:
+            key = unpad(key)
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         group = self.groups.setdefault(key, set())
         group.add(queue)
@@ -71,7 +117,7 @@ class GrpcFloor:
 
         reader = asyncio.create_task(drain())
         try:
-            yield READY
+            yield ATTACHED if self.wire else READY
             while (message := await queue.get()) is not None:
                 yield message
         finally:
@@ -81,9 +127,17 @@ class GrpcFloor:
                 self.groups.pop(key, None)
 
     async def trip(self, key: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
+        if self.wire:
+            key = unpad(key)
         for queue in self.groups.pop(key, ()):
             queue.put_nowait(CANCEL)
-        return b""
+        return INTERRUPTED if self.wire else b""
+
+    async def begin(self, request: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
+        return pad(b"exec-" + secrets.token_hex(16).encode(), WIRE["begin_response"])
+
+    async def end(self, request: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
+        return ENDED
 
     async def echo(self, request: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
         return request
@@ -101,8 +155,8 @@ def _kill_rest(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-async def serve_grpc(listen: list[str]) -> None:
-    floor = GrpcFloor()
+async def serve_grpc(listen: list[str], wire: bool = False) -> None:
+    floor = GrpcFloor(wire)
     server = grpc.aio.server()
     handler = grpc.method_handlers_generic_handler(
         "bench.Floor",
@@ -111,6 +165,8 @@ async def serve_grpc(listen: list[str]) -> None:
             "Trip": grpc.unary_unary_rpc_method_handler(floor.trip),
             "Echo": grpc.unary_unary_rpc_method_handler(floor.echo),
             "Kill": grpc.unary_unary_rpc_method_handler(floor.kill),
+            "Begin": grpc.unary_unary_rpc_method_handler(floor.begin),
+            "End": grpc.unary_unary_rpc_method_handler(floor.end),
         },
     )
     server.add_generic_rpc_handlers((handler,))
@@ -182,10 +238,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("kind", choices=["grpc", "raw"])
     parser.add_argument("--listen", action="append", required=True)
     parser.add_argument("--loop", choices=["uvloop", "asyncio"], default="asyncio")
+    parser.add_argument("--wire", action="store_true", help="grpc: the load part's wire floor (see WIRE)")
     args = parser.parse_args(argv)
     listen: list[str] = args.listen
     if args.kind == "grpc":
-        run(lambda: serve_grpc(listen), args.loop)
+        run(lambda: serve_grpc(listen, args.wire), args.loop)
     else:
         run(lambda: serve_raw(listen), args.loop)
     return 0

@@ -17,25 +17,35 @@ from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 from bench.clients import channel
+from bench.floor import WIRE, pad, unpad
 from bench.procs import ROOT
 
 TIMEOUT_S = 300.0
 
 
 class Trigger:
-    """Begin / trip / end, for the daemon (``target="daemon"``) or the floor."""
+    """Begin / trip / end, for the daemon (``target="daemon"``), the bare floor
+    (``"floor"``: the key is made here, only the trip is a call) or the wire floor
+    (``"floor_wire"``: the daemon's three unary calls, as bytes of the same sizes)."""
 
     def __init__(self, target: str, address: str) -> None:
         self.target = target
         self.channel = channel(address)
         self.coordinator = pb_grpc.CoordinatorServiceStub(self.channel)
         self.floor_trip: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = self.channel.unary_unary("/bench.Floor/Trip")
+        self.floor_begin: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = self.channel.unary_unary(
+            "/bench.Floor/Begin"
+        )
+        self.floor_end: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = self.channel.unary_unary("/bench.Floor/End")
         self.ids: dict[str, str] = {}
 
     async def begin(self) -> tuple[str, str]:
         """A new key (and, for the daemon, a new execution and its attach token)."""
-        if self.target != "daemon":
+        if self.target == "floor":
             return uuid.uuid4().hex, ""
+        if self.target == "floor_wire":
+            begun_bytes = await self.floor_begin(pad(b"", WIRE["begin_request"]))
+            return unpad(begun_bytes).decode(), ""
         begun = await self.coordinator.BeginExecution(pb.BeginExecutionRequest())
         self.ids[begun.execution_id] = begun.execution_id
         return begun.execution_id, begun.attach_token
@@ -45,6 +55,8 @@ class Trigger:
             await self.coordinator.Interrupt(
                 pb.InterruptRequest(execution_id=key, reason=pb.INTERRUPT_REASON_USER_SIGINT)
             )
+        elif self.target == "floor_wire":
+            await self.floor_trip(pad(key.encode(), WIRE["interrupt_request"]))
         else:
             await self.floor_trip(key.encode())
 
@@ -52,6 +64,8 @@ class Trigger:
         if self.target == "daemon":
             await self.coordinator.EndExecution(pb.EndExecutionRequest(execution_id=key))
             self.ids.pop(key, None)
+        elif self.target == "floor_wire":
+            await self.floor_end(pad(key.encode(), WIRE["end_request"]))
 
     async def close(self) -> None:
         await self.channel.close()

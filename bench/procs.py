@@ -128,8 +128,9 @@ def start_daemon(loop: str, tcp: bool = True, grace: str = "500ms") -> Server:
     return start_server(f"daemon[{loop}]", argv, tcp, with_token=tcp)
 
 
-def start_floor(kind: str, loop: str, tcp: bool = True) -> Server:
-    return start_server(f"floor-{kind}[{loop}]", [sys.executable, "-m", "bench.floor", kind, "--loop", loop], tcp)
+def start_floor(kind: str, loop: str, tcp: bool = True, wire: bool = False) -> Server:
+    argv = [sys.executable, "-m", "bench.floor", kind, "--loop", loop, *(["--wire"] if wire else [])]
+    return start_server(f"floor-{kind}{'-wire' if wire else ''}[{loop}]", argv, tcp)
 
 
 def machine_info() -> dict[str, Any]:

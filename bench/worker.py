@@ -1,7 +1,9 @@
 """A tool-client process for fan-out, load and memory: ``python -m bench.worker``.
 
 It holds many Attach streams, written with the raw generated stubs (as a tool in any
-language would talk to the daemon) or the generic bytes stubs of the bare grpc floor,
+language would talk to the daemon) or the generic bytes stubs of the bare grpc floor
+(``--target floor``: the key, then half-close) or of its wire variant (``floor_wire``: a
+``hello``-sized first message, an ``unwound``-sized one before the half-close),
 spread over gRPC channels of ``--tools-per-connection`` streams each (one connection per
 tool by default: each tool is its own process in real use). Commands arrive as JSON lines
 on stdin, answers leave as JSON lines on stdout:
@@ -31,9 +33,10 @@ from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 from bench.clients import CHANNEL_OPTIONS, _Outgoing, read_doorbell, ring_doorbell
-from bench.floor import READY, run
+from bench.floor import ATTACHED, READY, WIRE, pad, run
 
 TIMEOUT_S = 120.0
+UNWOUND = pad(b"", WIRE["unwound"])
 
 
 class _Conn:
@@ -93,6 +96,10 @@ class Worker:
             if self.doorbell:
                 assert first.attached.HasField("doorbell"), "the daemon granted no doorbell"
                 stream.bell = await ring_doorbell(first.attached.doorbell)
+        elif self.target == "floor_wire":
+            stream.out.queue.put_nowait(pad(key.encode(), WIRE["hello"]))
+            first = await asyncio.wait_for(stream.call.read(), TIMEOUT_S)
+            assert first == ATTACHED, first
         else:
             stream.out.queue.put_nowait(key.encode())
             first = await asyncio.wait_for(stream.call.read(), TIMEOUT_S)
@@ -103,6 +110,8 @@ class Worker:
         if self.target == "daemon":
             outcome = pb.TOOL_OUTCOME_INTERRUPTED if tripped else pb.TOOL_OUTCOME_COMPLETED
             stream.out.queue.put_nowait(pb.ToolMessage(unwound=pb.Unwound(outcome=outcome)))
+        elif self.target == "floor_wire":
+            stream.out.queue.put_nowait(UNWOUND)
         stream.out.queue.put_nowait(None)
         try:
             while await asyncio.wait_for(stream.call.read(), TIMEOUT_S) is not grpc.aio.EOF:
@@ -156,6 +165,8 @@ class Worker:
             if self.target == "daemon":
                 unwound = pb.Unwound(outcome=pb.TOOL_OUTCOME_COMPLETED)
                 stream.out.queue.put_nowait(pb.ToolMessage(unwound=unwound))
+            elif self.target == "floor_wire":
+                stream.out.queue.put_nowait(UNWOUND)
             stream.out.queue.put_nowait(None)
 
     async def serve(self) -> None:
@@ -186,7 +197,7 @@ class Worker:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.worker")
-    parser.add_argument("--target", choices=["daemon", "floor"], required=True)
+    parser.add_argument("--target", choices=["daemon", "floor", "floor_wire"], required=True)
     parser.add_argument("--address", required=True)
     parser.add_argument("--tools-per-connection", type=int, default=1)
     parser.add_argument("--loop", choices=["uvloop", "asyncio"], default="uvloop")

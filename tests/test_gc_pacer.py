@@ -54,3 +54,27 @@ async def test_a_quiet_daemon_hands_collection_back_and_wakes_on_allocation() ->
         del kept
     finally:
         pacer.stop()
+
+
+async def test_under_steady_allocation_the_timer_wakes_about_once_a_young_generation() -> None:
+    # 1,000 new tracked objects every 10 ms fill a 10,000-object young generation in about
+    # 100 ms: the pacer looks when it should be full (at most every 50 ms, more often as it
+    # nears full), not every 5 ms.
+    pacer = GcPacer(asyncio.get_running_loop(), (10_000, 10, 10), active_check_s=0.005, max_check_s=0.05)
+    pacer.start()
+    kept: list[list[int]] = []
+    try:
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        ticks_before = pacer.ticks
+        while loop.time() - began < 0.5:
+            kept += [[] for _ in range(1_000)]
+            await asyncio.sleep(0.01)
+        elapsed = loop.time() - began
+        assert pacer.active, "allocating: the pacer stays on"
+        assert sum(pacer.collections) > 0, "the young generation filled and the pacer collected it"
+        # A fixed 5 ms timer would have woken elapsed / 0.005 (≥ 100) times.
+        assert pacer.ticks - ticks_before <= elapsed / 0.02, f"{pacer.ticks - ticks_before} wake-ups in {elapsed:.2f} s"
+    finally:
+        pacer.stop()
+        del kept

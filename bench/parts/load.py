@@ -1,7 +1,16 @@
 """3. Under load: 1,000 tools attached across 250 executions (4 each, spread over the
 worker processes) while interrupts arrive at 100/s on random executions. Per interrupt:
 ``Interrupt`` → the last of its tools has the cancel. A tripped execution is replaced by
-a fresh one with 4 new tools (churn, as turns end and begin). Same for the bare floor."""
+a fresh one with 4 new tools (churn, as turns end and begin). Same for two floors:
+
+* ``grpc_floor``, the bare grpc.aio floor of the other parts: its trigger makes a key
+  locally and its streams only open (key → ``ready``) and close, so per interrupt it
+  pays one unary call and the streams' open, cancel and close;
+* ``grpc_floor_wire``, the same server with ``--wire``: per interrupt it also receives
+  the begin and end calls and every stream's ``hello``/``attached`` and ``unwound``, as
+  bytes of the daemon's messages' sizes answered with no logic. Against it the ratio
+  measures the daemon's logic, not the protocol's messages; against the bare floor, both.
+"""
 
 from __future__ import annotations
 
@@ -82,12 +91,14 @@ async def run(ctx: Context) -> dict[str, Any]:
     rng = random.Random(5)
     daemon = start_daemon(loop, tcp=False)
     floor = start_floor("grpc", loop, tcp=False)
-    got: dict[str, list[list[float]]] = {"daemon": [], "grpc_floor": []}
-    cpu: dict[str, list[float]] = {"daemon": [], "grpc_floor": []}
+    wire = start_floor("grpc", loop, tcp=False, wire=True)
+    sides = (("daemon", daemon, "daemon"), ("grpc_floor", floor, "floor"), ("grpc_floor_wire", wire, "floor_wire"))
+    got: dict[str, list[list[float]]] = {name: [] for name, _, _ in sides}
+    cpu: dict[str, list[float]] = {name: [] for name, _, _ in sides}
     skipped = 0
     try:
         for _ in range(o.repeats):
-            for name, server, target in (("daemon", daemon, "daemon"), ("grpc_floor", floor, "floor")):
+            for name, server, target in sides:
                 latencies, per_op, missed = await measure(ctx, server, target, rng)
                 got[name].append(latencies)
                 cpu[name].append(per_op)
@@ -95,6 +106,7 @@ async def run(ctx: Context) -> dict[str, Any]:
     finally:
         daemon.stop()
         floor.stop()
+        wire.stop()
     out: dict[str, Any] = {
         "unit": "ms",
         "loop": loop,
@@ -108,9 +120,14 @@ async def run(ctx: Context) -> dict[str, Any]:
         out[name] = stats.combine(got[name])
         out[name]["server_cpu_ms_per_interrupt"] = 1e3 * sorted(cpu[name])[len(cpu[name]) // 2]
         ctx.samples[f"load {name}"] = [x for r in got[name] for x in r]
-    out["ratio_to_grpc_floor"] = stats.ratio(out["daemon"], out["grpc_floor"])
+    cpu_key = "server_cpu_ms_per_interrupt"
+    for floor_name in ("grpc_floor", "grpc_floor_wire"):
+        suffix = floor_name.removeprefix("grpc_floor")
+        out[f"ratio_to_grpc_floor{suffix}"] = stats.ratio(out["daemon"], out[floor_name])
+        out[f"cpu_ratio_to_grpc_floor{suffix}"] = out["daemon"][cpu_key] / max(1e-9, out[floor_name][cpu_key])
     ctx.log(
-        f"  daemon p50 {out['daemon']['p50']:.2f} p99 {out['daemon']['p99']:.2f} | "
-        f"floor p99 {out['grpc_floor']['p99']:.2f}"
+        f"  daemon p50 {out['daemon']['p50']:.2f} p99 {out['daemon']['p99']:.2f} cpu {out['daemon'][cpu_key]:.2f} | "
+        f"floor p99 {out['grpc_floor']['p99']:.2f} cpu {out['grpc_floor'][cpu_key]:.2f} | "
+        f"wire floor p99 {out['grpc_floor_wire']['p99']:.2f} cpu {out['grpc_floor_wire'][cpu_key]:.2f}"
     )
     return out

@@ -4,7 +4,9 @@ CPython collects generation 0 inside whichever allocation crosses its threshold:
 daemon that is often the Interrupt handler or a stream writer, so a trip now and then
 waits for a pass over every young object. The pacer collects from a loop timer instead,
 when the young generation has reached its size, so passes land between callbacks — and
-on a daemon that is quiet between interrupts, during the quiet. Automatic collection
+on a daemon that is quiet between interrupts, during the quiet. The timer is set for when
+the young generation should be full at the rate it has been growing (between 10 and 50
+ms): under steady load that is one check per collection, not a wake-up every 10 ms. Automatic collection
 stays on at four times that size, as a safety net for bursts the timer does not keep up
 with. After a second with little allocation the pacer hands generation 0 back to the
 automatic collector at its normal size and stops its timer: an idle daemon is not woken
@@ -17,10 +19,12 @@ from __future__ import annotations
 import asyncio
 import gc
 
-#: Check this often while the daemon allocates.
+#: Check at most this often while the daemon allocates...
 ACTIVE_CHECK_S = 0.01
-#: Quiet: fewer new objects than this between two checks, for ``QUIET_AFTER_S``.
-QUIET_GROWTH = 200
+#: ... and at least this often (a burst after a slow spell is seen within this time).
+MAX_CHECK_S = 0.05
+#: Quiet: objects growing slower than 200 every 10 ms, for ``QUIET_AFTER_S``.
+QUIET_RATE_PER_S = 200 / 0.01
 QUIET_AFTER_S = 1.0
 #: The automatic collector's generation-0 size while the pacer is active, as a multiple.
 SAFETY_NET_FACTOR = 4
@@ -35,19 +39,23 @@ class GcPacer:
         thresholds: tuple[int, int, int],
         *,
         active_check_s: float = ACTIVE_CHECK_S,
+        max_check_s: float = MAX_CHECK_S,
         quiet_after_s: float = QUIET_AFTER_S,
     ) -> None:
         self._loop = loop
         self._gen0, self._gen1, self._gen2 = thresholds
         self._active_check_s = active_check_s
-        self._quiet_ticks_needed = max(1, round(quiet_after_s / active_check_s))
-        self._quiet_ticks = 0
+        self._max_check_s = max(active_check_s, max_check_s)
+        self._quiet_after_s = quiet_after_s
+        self._quiet_s = 0.0
         self._last_count = 0
+        self._last_tick = 0.0
         self._active = False
         self._timer: asyncio.TimerHandle | None = None
         self._wake_pending = False
-        #: Collections the pacer ran, by generation (for tests and curiosity).
+        #: Collections the pacer ran, by generation, and its timer's wake-ups (for tests and curiosity).
         self.collections = [0, 0, 0]
+        self.ticks = 0
 
     @property
     def active(self) -> bool:
@@ -75,13 +83,14 @@ class GcPacer:
     def _activate(self) -> None:
         self._wake_pending = False
         self._active = True
-        self._quiet_ticks = 0
+        self._quiet_s = 0.0
         self._last_count = gc.get_count()[0]
+        self._last_tick = self._loop.time()
         gc.set_threshold(self._gen0 * SAFETY_NET_FACTOR, self._gen1, self._gen2)
-        self._schedule()
+        self._schedule(self._active_check_s)
 
-    def _schedule(self) -> None:
-        self._timer = self._loop.call_later(self._active_check_s, self._tick)
+    def _schedule(self, delay_s: float) -> None:
+        self._timer = self._loop.call_later(delay_s, self._tick)
 
     def _on_collection(self, phase: str, info: dict[str, int]) -> None:
         # Called by CPython around every collection, in whichever thread allocated. While
@@ -97,6 +106,9 @@ class GcPacer:
             self._activate()
 
     def _tick(self) -> None:
+        self.ticks += 1
+        now = self._loop.time()
+        elapsed, self._last_tick = max(now - self._last_tick, 1e-6), now
         young, older, oldest = gc.get_count()
         grown = young - self._last_count if young >= self._last_count else young
         if young >= self._gen0:
@@ -107,9 +119,10 @@ class GcPacer:
             gc.collect(generation)
             self.collections[generation] += 1
         self._last_count = gc.get_count()[0]
-        if grown < QUIET_GROWTH:
-            self._quiet_ticks += 1
-            if self._quiet_ticks >= self._quiet_ticks_needed:
+        rate = grown / elapsed
+        if rate < QUIET_RATE_PER_S:
+            self._quiet_s += elapsed
+            if self._quiet_s >= self._quiet_after_s:
                 # Quiet: CPython collects at the normal size again and no timer runs
                 # until a collection says there is work (see _on_collection).
                 self._active = False
@@ -117,5 +130,9 @@ class GcPacer:
                 gc.set_threshold(self._gen0, self._gen1, self._gen2)
                 return
         else:
-            self._quiet_ticks = 0
-        self._schedule()
+            self._quiet_s = 0.0
+        # Next look when the young generation should be full at this rate: each wake-up
+        # of the loop costs a few context switches, and most would find nothing to do.
+        left = max(0, self._gen0 - self._last_count)
+        due = left / rate if rate > 0 else self._max_check_s
+        self._schedule(min(max(due, self._active_check_s), self._max_check_s))

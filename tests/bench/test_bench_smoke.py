@@ -220,6 +220,10 @@ def test_quick_mode_measures_every_figure(tmp_path: Path) -> None:
     load = figures["load"]
     check_latency(load["daemon"], "load")
     check_ratio(load["ratio_to_grpc_floor"], load["daemon"], load["grpc_floor"], "load")
+    check_ratio(load["ratio_to_grpc_floor_wire"], load["daemon"], load["grpc_floor_wire"], "load (wire floor)")
+    for floor in ("grpc_floor", "grpc_floor_wire"):
+        cpu = load["daemon"]["server_cpu_ms_per_interrupt"] / load[floor]["server_cpu_ms_per_interrupt"]
+        assert load[f"cpu_ratio_to_{floor}"] == pytest.approx(cpu), floor
     check_kill(figures["kill"])
     check_turns(figures["turns"])
     for name in ("daemon", "grpc_floor"):

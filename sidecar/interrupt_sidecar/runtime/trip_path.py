@@ -37,7 +37,7 @@ import functools
 import logging
 import os
 import signal as signal_module
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from interrupt_sidecar.domain.execution import CallbackSpec, Execution, ProcessGroupSpec, Terminator, ToolRun, ToolSink
@@ -128,6 +128,38 @@ class _Timers:
     #: Kills in flight, queued ones included: the execution's events stay open until
     #: they are done, and shutdown waits for them.
     kills: set[_KillJob | _QueuedKill] = field(default_factory=set)
+
+
+async def _all_done(futures: Sequence[asyncio.Future[None]], timeout_s: float) -> None:
+    """Wait until every future is done or ``timeout_s`` has passed (what
+    ``asyncio.wait(futures, timeout=...)`` does on every Interrupt, without its sets,
+    per-future wrapping and a second pass over the futures)."""
+    pending = [f for f in futures if not f.done()]
+    if not pending:
+        return
+    loop = asyncio.get_running_loop()
+    all_done = loop.create_future()
+    left = len(pending)
+
+    def one_done(_: asyncio.Future[None]) -> None:
+        nonlocal left
+        left -= 1
+        if left == 0 and not all_done.done():
+            all_done.set_result(None)
+
+    def timed_out() -> None:
+        if not all_done.done():
+            all_done.set_result(None)
+
+    for future in pending:
+        future.add_done_callback(one_done)
+    timer = loop.call_later(timeout_s, timed_out)
+    try:
+        await all_done
+    finally:
+        timer.cancel()
+        for future in pending:
+            future.remove_done_callback(one_done)
 
 
 class TripPath:
@@ -342,8 +374,9 @@ class TripPath:
             # The trip's bookkeeping and queued kills follow them in that turn, before any
             # write can complete; the watchers the bookkeeping woke run while this waits.
             await asyncio.sleep(0)
+            # (ensure_future hands a sink's future back as it is; another awaitable is wrapped.)
             written = [asyncio.ensure_future(sink.cancel_written()) for sink in sinks]
-            await asyncio.wait(written, timeout=_ANSWER_AFTER_CANCELS_S)
+            await _all_done(written, _ANSWER_AFTER_CANCELS_S)
         else:
             # Queued kills always get their turn before the answer: an Interrupt that
             # returns has had its process groups signalled.

@@ -19,11 +19,12 @@ def timestamp(at: Instant) -> Timestamp:
 
 def duration(ns: int) -> Duration:
     d = Duration()
-    _fill_duration(d, ns)
+    fill_duration(d, ns)
     return d
 
 
-def _fill_duration(d: Duration, ns: int) -> None:
+def fill_duration(d: Duration, ns: int) -> None:
+    """Set ``d`` to ``ns`` nanoseconds in place (a message's own Duration field)."""
     # What Duration.FromNanoseconds does, without its Python: seconds and nanos share
     # the sign (divmod floors, so a negative count with a remainder is moved one second up).
     seconds, nanos = divmod(ns, 1_000_000_000)
@@ -46,7 +47,7 @@ def execution(e: Execution, *, tools: bool = False) -> pb.Execution:
     msg.context_id = e.context_id
     begun_at = msg.begun_at
     begun_at.seconds, begun_at.nanos = divmod(e.begun_at.wall_ns, 1_000_000_000)
-    _fill_duration(msg.grace, e.grace_ns)
+    fill_duration(msg.grace, e.grace_ns)
     if e.labels:
         msg.labels.update(e.labels)
     msg.attached_tools = e.attached_tools
@@ -62,7 +63,7 @@ def execution(e: Execution, *, tools: bool = False) -> pb.Execution:
         remote.keep_running_when_unreachable = parent.keep_running_when_unreachable
         remote.tls = parent.tls
         if parent.unreachable_after_ns is not None:
-            _fill_duration(remote.unreachable_after, parent.unreachable_after_ns)
+            fill_duration(remote.unreachable_after, parent.unreachable_after_ns)
     trip = e.trip_info
     if trip is not None:
         msg.reason = int(trip.reason)  # type: ignore[assignment]
@@ -73,9 +74,9 @@ def execution(e: Execution, *, tools: bool = False) -> pb.Execution:
         ended_at = msg.ended_at
         ended_at.seconds, ended_at.nanos = divmod(e.ended_at.wall_ns, 1_000_000_000)
     if e.budget_ns:
-        _fill_duration(msg.budget, e.budget_ns)
+        fill_duration(msg.budget, e.budget_ns)
     if e.lease_ttl_ns:
-        _fill_duration(msg.lease_ttl, e.lease_ttl_ns)
+        fill_duration(msg.lease_ttl, e.lease_ttl_ns)
     if tools:
         for tool in e.attached():
             _fill_attached_tool(msg.tools.add(), tool)

@@ -103,7 +103,9 @@ class AttachSession:
     def __init__(self, capacity: int = OUTBOX_CAPACITY, observer: TripObserver = NOOP_OBSERVER) -> None:
         self._outbox: deque[pb.SidecarMessage] = deque()
         self._capacity = capacity
-        self._wake = asyncio.Event()
+        #: The writer's wait for more to write (``_drain``), made each time it sleeps: a bare
+        #: future is what an ``asyncio.Event`` would make per wait, without its bookkeeping.
+        self._waiter: asyncio.Future[None] | None = None
         self._held: list[pb.SidecarMessage] | None = None
         self.tool: ToolRun | None = None
         self.fatal: SidecarError | None = None
@@ -165,7 +167,7 @@ class AttachSession:
             )
             return
         self._outbox.append(message)
-        self._wake.set()
+        self._wake()
 
     @contextlib.contextmanager
     def acknowledging(self, ack: pb.SidecarMessage) -> Iterator[None]:
@@ -199,11 +201,22 @@ class AttachSession:
     def fail(self, err: SidecarError) -> None:
         if self.fatal is None:
             self.fatal = err
-        self._wake.set()
+        self._wake()
+
+    def hello_overdue(self) -> None:
+        """The hello timer fired (``_read``): no hello came in time."""
+        self.fail(FailedPrecondition(f"no hello within {HELLO_TIMEOUT_S:g}s of opening the stream"))
 
     def finish_reading(self) -> None:
         self.reader_done = True
-        self._wake.set()
+        self._wake()
+
+    def _wake(self) -> None:
+        # The writer checks the outbox, ``fatal`` and ``reader_done`` before it sleeps, with
+        # no await in between: whatever changed them while it was writing is seen then.
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     async def drain(self, context: Context) -> None:
         """Write the outbox until the tool's side ends or the stream fails."""
@@ -214,6 +227,7 @@ class AttachSession:
             self._settle_written()
 
     async def _drain(self, context: Context) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             while self._outbox and not (self.fatal is not None and self.fatal.status_name == "RESOURCE_EXHAUSTED"):
                 message = self._outbox.popleft()
@@ -224,8 +238,8 @@ class AttachSession:
                 await abort(context, self.fatal)
             if self.reader_done:
                 return
-            self._wake.clear()
-            await self._wake.wait()
+            self._waiter = waiter = loop.create_future()
+            await waiter
 
 
 class ToolChannelService(pb_grpc.ToolChannelServiceServicer):
@@ -269,13 +283,15 @@ class ToolChannelService(pb_grpc.ToolChannelServiceServicer):
 
     async def _read(self, session: AttachSession, requests: AsyncIterator[pb.ToolMessage]) -> None:
         try:
+            # A loop timer, not wait_for (a task, futures and a timer for every stream): when
+            # it fires, the session fails and its writer ends the stream, cancelling this read.
+            overdue = asyncio.get_running_loop().call_later(HELLO_TIMEOUT_S, session.hello_overdue)
             try:
-                first = await asyncio.wait_for(anext(requests), HELLO_TIMEOUT_S)
+                first = await anext(requests)
             except StopAsyncIteration:
                 return
-            except TimeoutError:
-                session.fail(FailedPrecondition(f"no hello within {HELLO_TIMEOUT_S:g}s of opening the stream"))
-                return
+            finally:
+                overdue.cancel()
             if first.WhichOneof("message") != "hello":
                 session.fail(FailedPrecondition("the first message on an Attach stream must be hello"))
                 return
@@ -317,18 +333,21 @@ class ToolChannelService(pb_grpc.ToolChannelServiceServicer):
         )
         session.tool = tool
         trip = execution.trip_info
-        attached = pb.Attached(
-            execution_id=execution.execution_id,
-            cancelled=trip is not None,
-            reason=int(trip.reason) if trip else 0,  # type: ignore[arg-type]
-            tool_id=tool.tool_id,
-            grace=convert.duration(execution.grace_ns),
-        )
+        # Filled in place: a nested constructor would copy Attached (and its Duration) into
+        # the SidecarMessage.
+        message = pb.SidecarMessage()
+        attached = message.attached
+        attached.execution_id = execution.execution_id
+        if trip is not None:
+            attached.cancelled = True
+            attached.reason = int(trip.reason)  # type: ignore[assignment]
+        attached.tool_id = tool.tool_id
+        convert.fill_duration(attached.grace, execution.grace_ns)
         if hello.doorbell and self.doorbell is not None and behavior.receives_cancel:
             session.doorbell = self.doorbell.line(self._trip_path.observer.doorbell_rung)
             attached.doorbell.path = str(self.doorbell.path)
             attached.doorbell.token = session.doorbell.token
-        session.push(pb.SidecarMessage(attached=attached))
+        session.push(message)
         # Runs on the loop thread with no await since attach(): the trip cannot
         # have happened in between, so a tool attached before the trip got its
         # cancel from the fan-out and one attached after gets it here.

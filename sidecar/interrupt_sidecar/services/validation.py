@@ -100,21 +100,26 @@ def reason(value: int) -> InterruptReason:
     raise InvalidArgument(f"reason {value} is not an InterruptReason (1-9)")
 
 
+#: Dict lookups, as for reasons: every tool's hello and unwound pass through these.
+_BEHAVIORS: dict[int, InterruptBehavior] = {int(b): b for b in InterruptBehavior}
+_OUTCOMES: dict[int, ToolOutcome] = {int(o): o for o in ToolOutcome}
+
+
 def behavior(value: int) -> InterruptBehavior:
     """Unset (0) means NON_INTERRUPTIBLE, the documented default."""
     if value == 0:
         return InterruptBehavior.NON_INTERRUPTIBLE
-    try:
-        return InterruptBehavior(value)
-    except ValueError:
-        raise InvalidArgument(f"behavior {value} is not an InterruptBehavior (0-4)") from None
+    found = _BEHAVIORS.get(value)
+    if found is None:
+        raise InvalidArgument(f"behavior {value} is not an InterruptBehavior (0-4)")
+    return found
 
 
 def outcome(value: int) -> ToolOutcome:
-    try:
-        return ToolOutcome(value)
-    except ValueError:
-        raise InvalidArgument(f"outcome {value} is not a ToolOutcome (0-3)") from None
+    found = _OUTCOMES.get(value)
+    if found is None:
+        raise InvalidArgument(f"outcome {value} is not a ToolOutcome (0-3)")
+    return found
 
 
 def _human(ns: int) -> str:
