@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import CommandLine
+from tests.cli.implementations import CommandLine
 from tests.conftest import DaemonProcess
 
 
