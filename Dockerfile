@@ -35,12 +35,17 @@ WORKDIR /src
 COPY clients/python/ clients/python/
 COPY pyproject.toml README.md ./
 COPY sidecar/ sidecar/
-RUN pip wheel --wheel-dir /wheels ./clients/python .
+RUN pip wheel --wheel-dir /wheels ./clients/python . \
+ && sha256sum /wheels/*.whl > /wheels.sha256
 
 # -- runtime ---------------------------------------------------------------------
 FROM ${BASE}
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+# The wheels' checksums, copied first so that a layer cache keys the install on them:
+# podman's (buildah's) cache does not look into a stage bind-mounted by the RUN below, and
+# would otherwise reuse an install of older wheels.
+COPY --from=build /wheels.sha256 /usr/local/share/interrupt-sidecar/wheels.sha256
 # Installed from the wheels alone: nothing is fetched in this stage.
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     pip install --no-index --find-links=/wheels interrupt-sidecar interrupt-sidecar-client \
