@@ -209,4 +209,31 @@ def footprint_checks(fp: dict[str, Any] | None) -> list[Check]:
     for name in ("cli_begin", "cli_status", "cli_interrupt", "cli_end"):
         w = c[name]["wall"]["p50"]
         out.append(Check(f"footprint: `{name[4:]}` ≤ 100 ms wall", f"{w:.0f} ms (p50)", w <= 100))
+    return out + _native_checks(c)
+
+
+def _native_checks(c: dict[str, Any]) -> list[Check]:
+    """The same targets for the native binary (what the image's `interrupt-sidecar` is), when timed."""
+    out = []
+    for name in ("begin", "status", "interrupt", "end"):
+        e = c.get(f"native_cli_{name}")
+        if e:
+            w = e["wall"]["p50"]
+            out.append(Check(f"footprint: native `{name}` ≤ 100 ms wall (moonshot 20)", f"{w:.1f} ms (p50)", w <= 100))
+    if "native_run_token" in c:
+        nt, tk = c["native_run_no_token"]["over_floor_ms"], c["native_run_token"]["over_floor_ms"]
+        out.append(
+            Check(
+                "footprint: native run without a token ≤ 10 ms over exec'ing CMD",
+                f"+{nt['wall']:.1f} ms",
+                nt["wall"] <= 10,
+            )
+        )
+        out.append(
+            Check(
+                "footprint: native run with a token ≤ 50 ms over a bare spawn (moonshot 10)",
+                f"start +{tk['start']:.1f} ms, exit +{tk['exit']:.1f} ms (p50)",
+                tk["start"] <= 50 and tk["exit"] <= 50,
+            )
+        )
     return out
