@@ -82,12 +82,15 @@ func clientCommand(name string, args []string) int {
 		return usageOrHelp(name, args, err)
 	}
 	// Ctrl+C before the answer: 130 and no output, as the Python command (KeyboardInterrupt).
-	interrupted := make(chan os.Signal, 1)
-	signal.Notify(interrupted, os.Interrupt)
-	go func() {
-		<-interrupted
-		os.Exit(exitSIGINT)
-	}()
+	// An inherited SIG_IGN (a background job) stays ignored, as Python leaves it.
+	if !signal.Ignored(os.Interrupt) {
+		interrupted := make(chan os.Signal, 1)
+		signal.Notify(interrupted, os.Interrupt)
+		go func() {
+			<-interrupted
+			os.Exit(exitSIGINT)
+		}()
+	}
 
 	address := sidecar.ResolveAddress(parsed.text("--address"))
 	call := map[string]func(context.Context, pb.CoordinatorServiceClient, parsedArgs) (proto.Message, string, error){
