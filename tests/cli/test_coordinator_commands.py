@@ -126,6 +126,8 @@ def test_both_print_the_same_bytes(both: tuple[CommandLine, CommandLine], daemon
         (("begin", "--label", "no-equals"), "interrupt-sidecar begin: --label 'no-equals': expected KEY=VALUE"),
         (("interrupt",), "interrupt-sidecar interrupt: name one target"),
         (("interrupt", "x", "--context", "y"), "interrupt-sidecar interrupt: name one target"),
+        (("interrupt", "--context", "y", "x"), "interrupt-sidecar interrupt: name one target"),
+        (("interrupt", "--session=s", "--task", "t"), "interrupt-sidecar interrupt: name one target"),
         (("interrupt", "x", "--reason", "SOON"), "argument --reason: invalid choice: 'SOON'"),
         (("interrupt", "x", "--detail"), "argument --detail: expected one argument"),
         (("end",), "the following arguments are required: execution_id"),

@@ -21,6 +21,7 @@ from interrupt_sidecar import entry, settings
 from tests.cli.implementations import native_cli, python_cli
 from tests.conftest import ROOT, DaemonProcess, start_daemon
 from tests.native import native_binary
+from tests.requires import unavailable
 
 # -- the native binary hands everything else to Python ---------------------------------------
 
@@ -243,3 +244,21 @@ def test_the_two_implementations_agree_on_what_is_native_and_on_their_variables(
     assert settings.NATIVE.env == entry.NATIVE_ENV
     python_go = (ROOT / "clients" / "go" / "cmd" / "interrupt-sidecar" / "python.go").read_text()
     assert f'pythonEnv = "{settings.PYTHON.env}"' in python_go
+
+
+def test_the_installed_console_script_hands_status_to_the_installed_binary(tmp_short: Path) -> None:
+    """What `make install` sets up: the venv's `interrupt-sidecar` reaches the native binary
+    beside the interpreter (told apart by grpc-go's words for a refused connection)."""
+    bin_dir = Path(sys.executable).parent
+    if not (bin_dir / entry.NATIVE_NAME).exists() or not (bin_dir / "interrupt-sidecar").exists():
+        unavailable(f"no {entry.NATIVE_NAME} beside {sys.executable}: make install builds it when go is installed")
+    env = {k: v for k, v in os.environ.items() if k != settings.NATIVE.env}
+    address = f"unix://{tmp_short}/nobody.sock"
+    argv = ["status", "--address", address]
+    console = subprocess.run(
+        [str(bin_dir / "interrupt-sidecar"), *argv], capture_output=True, text=True, env=env, timeout=30
+    )
+    native = native_cli()(*argv)
+    python = python_cli()(*argv)
+    assert console.returncode == native.returncode == python.returncode == 4
+    assert console.stderr == native.stderr != python.stderr
