@@ -12,7 +12,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 BUF    := tools/node_modules/.bin/buf
 
-.PHONY: demo serve test install install-test mcp-test-deps protos check-protos docs check-docs version-check lint typecheck clients pytest clean image e2e-kubernetes ensure-system-tools ensure-prometheus
+.PHONY: demo serve test install install-test native mcp-test-deps protos check-protos docs check-docs version-check lint typecheck clients pytest clean image e2e-kubernetes ensure-system-tools ensure-prometheus
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,8 +31,21 @@ $(BUF): tools/package.json tools/package-lock.json
 	cd tools && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-install: $(VENV)/.installed
-install-test: $(VENV)/.installed-test $(BUF)
+install: $(VENV)/.installed native
+install-test: $(VENV)/.installed-test $(BUF) native
+
+# The native command line beside the interpreter, where the venv's `interrupt-sidecar` finds
+# it and hands it run, begin, interrupt, end and status (docs/cli.md). Rebuilt every time
+# (the go command's caches make an unchanged tree a no-op); without go it is skipped, said
+# plainly, and `interrupt-sidecar` runs every subcommand in Python, only slower.
+native: $(VENV)/.installed
+	@if command -v go >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory -C clients/go native >/dev/null && \
+		install -m 0755 build/native/interrupt-sidecar $(BIN)/interrupt-sidecar-native; \
+	else \
+		rm -f $(BIN)/interrupt-sidecar-native; \
+		echo "skipped the native command line: the go command is not installed" >&2; \
+	fi
 install-test: build/tools/.helm-version
 
 # Third-party MCP software for tests/mcp: npm servers and the TypeScript SDK client, and

@@ -322,7 +322,9 @@ def footprint_lines(fp: dict[str, Any]) -> list[str]:
         "(wall / start / exit) |",
         "|---|---|---|---|---|",
     ]
-    for name in ("bare_spawn", "run_no_token", "run_token"):
+    for name in ("bare_spawn", "run_no_token", "run_token", "native_run_no_token", "native_run_token"):
+        if name not in c:
+            continue
         e = c[name]
         over = e.get("over_floor_ms")
         lines.append(
@@ -330,8 +332,11 @@ def footprint_lines(fp: dict[str, Any]) -> list[str]:
             + (f"{over['wall']:+.1f} / {over['start']:+.1f} / {over['exit']:+.1f} ms |" if over else "— |")
         )
     lines += ["", "| command | wall p50 (min–max) | ratio to one unary RPC |", "|---|---|---|"]
-    commands = ("cli_begin", "cli_status", "cli_interrupt", "cli_end", "unary_rpc", "python_pass", "python_import_grpc")
-    for name in commands:
+    native = tuple(f"native_cli_{n}" for n in ("begin", "status", "interrupt", "end"))
+    commands = ("cli_begin", "cli_status", "cli_interrupt", "cli_end", *native)
+    for name in (*commands, "unary_rpc", "python_pass", "python_import_grpc"):
+        if name not in c:
+            continue
         e = c[name]
         w = e["wall"]
         ratio = f"{e['ratio_to_unary_rpc']:.0f}×" if "ratio_to_unary_rpc" in e else "—"
@@ -339,7 +344,15 @@ def footprint_lines(fp: dict[str, Any]) -> list[str]:
     lines += [
         "",
         "`unary_rpc`: one GetExecution from the bench's already running client; `python_*`: the interpreter "
-        "alone, and with `import grpc`, what any Python command pays before its own work.",
+        "alone, and with `import grpc`, what any Python command pays before its own work. "
+        f"`cli_*`, `run_*`: the Python implementation (`{c['cli']}`); `native_*`: the native binary "
+        + (
+            f"(`{c['native']['binary']}`, {c['native']['how']}"
+            + ("" if c["native"]["run"] == "ok" else f"; its `run` not timed: {c['native']['run']}")
+            + ")."
+            if "binary" in c.get("native", {})
+            else f"(not timed: {c.get('native', {}).get('skipped', 'not measured')})."
+        ),
         "",
     ]
     return lines

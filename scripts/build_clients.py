@@ -5,7 +5,8 @@
     python scripts/build_clients.py --check      # also run each client's own lint and unit tests
 
 Each language builds with its own toolchain through ``make -C clients/<language> conformance``
-(and ``check``), which writes ``build/conformance/<language>/driver`` for the conformance
+(and ``check``; Go also ``native``, the native command line in ``build/native/``), which
+writes ``build/conformance/<language>/driver`` for the conformance
 runner. A language whose toolchain is not installed gets ``build/conformance/<language>/SKIPPED``
 instead; with ``INTERRUPT_SIDECAR_REQUIRE_ALL_LANGUAGES=1`` (CI) that is an error. A build
 that fails is always an error.
@@ -31,6 +32,9 @@ TOOLCHAINS = {
     "rust": ["cargo"],
 }
 
+#: language -> what else its Makefile builds: Go's native command line (docs/cli.md)
+EXTRA_TARGETS = {"go": ["native"]}
+
 
 def build(language: str, *, check: bool, require_all: bool) -> tuple[str, str]:
     """Build one language; returns (status, note) where status is built / skipped / FAILED."""
@@ -50,7 +54,7 @@ def build(language: str, *, check: bool, require_all: bool) -> tuple[str, str]:
         skipped.write_text(why + "\n")
         return ("FAILED" if require_all else "skipped", why)
     started = time.monotonic()
-    targets = ["conformance", "check"] if check else ["conformance"]
+    targets = ["conformance", *EXTRA_TARGETS.get(language, []), *(["check"] if check else [])]
     for target in targets:
         result = subprocess.run(["make", "--no-print-directory", "-C", str(makefile.parent), target], check=False)
         if result.returncode != 0:

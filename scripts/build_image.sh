@@ -11,6 +11,9 @@
 # said loudly, since no registry may be reachable. Nothing here pulls: a pull
 # would send traffic to a registry this machine may not be allowed to reach.
 #
+# The native binary (/usr/local/bin/interrupt-sidecar) is built on the host by
+# `make -C clients/go native` and copied from the build context (NATIVE=context).
+#
 # Prints the image's name on stdout; progress goes to stderr.
 set -euo pipefail
 
@@ -47,10 +50,16 @@ if [[ -n "$cert" && -f "$cert" ]]; then
   mounts+=(--volume "$(readlink -f "$cert"):/etc/ssl/certs/ca-certificates.crt:ro")
 fi
 
+# The native command line, built here with the host's Go toolchain and taken from the
+# build context (the Dockerfile's NATIVE=context): no registry here serves the golang
+# image its default stage builds in. The same static, trimmed binary either way.
+command -v go >/dev/null || { echo "build_image: the native binary needs the go command" >&2; exit 1; }
+make --no-print-directory -C "$ROOT/clients/go" native >&2
+
 start=$(date +%s)
 # --network host: pip reaches PyPI through the machine's own network; podman
 # needs no network backend of its own.
-podman build --network host --layers --build-arg "BASE=$base" "${mounts[@]}" \
+podman build --network host --layers --build-arg "BASE=$base" --build-arg NATIVE=context "${mounts[@]}" \
   --label "org.opencontainers.image.version=$VERSION" \
   -t "$NAME" -f "$ROOT/Dockerfile" "$ROOT" >"$OUT/build.log" 2>&1 ||
   { tail -30 "$OUT/build.log" >&2; exit 1; }

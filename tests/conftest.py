@@ -80,20 +80,23 @@ class DaemonProcess:
 
 
 def start_daemon(
-    directory: Path, *extra: str, env: dict[str, str] | None = None, prefix: Sequence[str] = ()
+    directory: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    prefix: Sequence[str] = (),
+    command: Sequence[str] = (sys.executable, "-m", "interrupt_sidecar"),
 ) -> DaemonProcess:
     """Start a daemon on a unix socket in ``directory`` and wait for its ready line.
 
     ``prefix`` runs it through a program that execs it (``nsenter -t PID -m --``), so the
-    process started is still the daemon and its PID the daemon's."""
+    process started is still the daemon and its PID the daemon's. ``command`` is the
+    command line that serves (the native binary execs the Python one, same PID too)."""
     socket_path = directory / "sidecar.sock"
     address = f"unix://{socket_path}"
     process = subprocess.Popen(
         [
             *prefix,
-            sys.executable,
-            "-m",
-            "interrupt_sidecar",
+            *command,
             "serve",
             "--listen",
             address,

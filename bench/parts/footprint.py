@@ -28,6 +28,14 @@ kernel clock as the bench's ``time.time_ns``), so a wrapper's cost splits into *
 * ``interrupt-sidecar begin`` / ``status`` / ``interrupt`` / ``end``: wall time, beside
   one unary RPC (``GetExecution``) from a client that is already running;
 * ``python -c pass`` and ``python -c 'import grpc'``: what any Python command pays.
+
+The commands are timed in both implementations: the Python one (``interrupt-sidecar-py``,
+the command line alone, without the hand-over to the binary that the ``interrupt-sidecar``
+console script makes) and, as ``native_*`` rows against the same floors, the native binary
+(``clients/go/cmd/interrupt-sidecar``, built here by ``make -C clients/go native`` when the
+go command exists, else the one ``make install`` put beside this interpreter; without
+either the rows are left out and ``native.skipped`` says why). A native ``run`` that does
+not run CMD leaves its rows out too, with the reason in ``native.run``.
 """
 
 from __future__ import annotations
@@ -65,6 +73,32 @@ def sidecar_command() -> list[str]:
     """How the daemon is installed: the console script beside this interpreter, else ``-m``."""
     script = Path(sys.executable).parent / "interrupt-sidecar"
     return [str(script)] if script.exists() else [sys.executable, "-m", "interrupt_sidecar"]
+
+
+def python_command() -> list[str]:
+    """The Python implementation of the command line alone: ``interrupt-sidecar-py`` beside
+    this interpreter, else ``-m`` (``interrupt-sidecar`` itself hands the native commands
+    to the binary when one is installed)."""
+    script = Path(sys.executable).parent / "interrupt-sidecar-py"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "interrupt_sidecar"]
+
+
+def native_command() -> tuple[list[str] | None, str]:
+    """The native binary and where it came from, or None and why there is none."""
+    if shutil.which("go"):
+        made = subprocess.run(
+            ["make", "--no-print-directory", "-C", str(procs.ROOT / "clients" / "go"), "native"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if made.returncode != 0:
+            return None, f"make -C clients/go native failed: {made.stderr[-500:]}"
+        return [str(procs.ROOT / "build" / "native" / "interrupt-sidecar")], "built by make -C clients/go native"
+    installed = Path(sys.executable).parent / "interrupt-sidecar-native"
+    if installed.exists():
+        return [str(installed)], "installed beside the interpreter (no go command to build it)"
+    return None, "no go command to build it, and none installed beside the interpreter (make install)"
 
 
 def _loop() -> str:
@@ -251,9 +285,31 @@ def _timed(argv: list[str], env: dict[str, str], stamped: bool) -> tuple[float, 
     return (t1 - t0) / 1e6, (stamp - t0) / 1e6, (t1 - stamp) / 1e6
 
 
+def _coordinator_commands(prefix: str, cli: list[str], env: dict[str, str], add: Any) -> None:
+    """begin, status, interrupt, end of one implementation, as a script would chain them."""
+    t0, t1, stdout = _spawn([*cli, "begin", "--json"], env)
+    add(f"{prefix}cli_begin", (t1 - t0) / 1e6)
+    execution_id = _field(stdout, "execution_id")
+    for name, argv in (
+        ("cli_status", [*cli, "status", execution_id]),
+        ("cli_interrupt", [*cli, "interrupt", execution_id]),
+        ("cli_end", [*cli, "end", execution_id]),
+    ):
+        add(prefix + name, _timed(argv, env, False)[0])
+
+
+def _runs_cmd(argv: list[str], env: dict[str, str]) -> str:
+    """ "ok" when ``argv`` (a wrapper of the stamp command) runs it, else why not."""
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=procs.ROOT, check=False)
+    if done.returncode == 0 and done.stdout.strip().isdigit():
+        return "ok"
+    return f"exited {done.returncode}: {done.stderr.strip()[-300:]}"
+
+
 async def measure_commands(ctx: Context) -> dict[str, Any]:
     o = ctx.options
-    cli = sidecar_command()
+    cli = python_command()
+    native, native_how = native_command()
     date = shutil.which(STAMP_CMD[0]) or STAMP_CMD[0]
     stamp_cmd = [date, *STAMP_CMD[1:]]
     daemon = procs.start_daemon(_loop(), tcp=False)  # not timed here: its own environment
@@ -279,22 +335,24 @@ async def measure_commands(ctx: Context) -> dict[str, Any]:
         _timed(warm, token_env, True)
         for argv in ([sys.executable, "-c", "import grpc"], [*cli, "status"]):
             _spawn(argv, env)
+        native_run = "no binary"
+        if native is not None:
+            _spawn([*native, "status"], env)
+            native_run = _runs_cmd([*native, "run", "--", *stamp_cmd], token_env)
+            if native_run == "ok":
+                native_run = _runs_cmd([*native, "run", "--", *stamp_cmd], env)
         for _ in range(o.footprint_trials):
             add("bare_spawn", *_timed(stamp_cmd, env, True))
             add("run_no_token", *_timed([*cli, "run", "--", *stamp_cmd], env, True))
             add("run_token", *_timed([*cli, "run", "--", *stamp_cmd], token_env, True))
             add("python_pass", _timed([sys.executable, "-c", "pass"], env, False)[0])
             add("python_import_grpc", _timed([sys.executable, "-c", "import grpc"], env, False)[0])
-            # The coordinator commands, as a script would chain them.
-            t0, t1, stdout = _spawn([*cli, "begin", "--json"], env)
-            add("cli_begin", (t1 - t0) / 1e6)
-            execution_id = _field(stdout, "execution_id")
-            for name, argv in (
-                ("cli_status", [*cli, "status", execution_id]),
-                ("cli_interrupt", [*cli, "interrupt", execution_id]),
-                ("cli_end", [*cli, "end", execution_id]),
-            ):
-                add(name, _timed(argv, env, False)[0])
+            _coordinator_commands("", cli, env, add)
+            if native is not None:
+                if native_run == "ok":
+                    add("native_run_no_token", *_timed([*native, "run", "--", *stamp_cmd], env, True))
+                    add("native_run_token", *_timed([*native, "run", "--", *stamp_cmd], token_env, True))
+                _coordinator_commands("native_", native, env, add)
             for _ in range(3):  # the floor: one unary RPC, the client already running
                 t0 = time.perf_counter_ns()
                 await stub.GetExecution(pb.GetExecutionRequest(execution_id=begun.execution_id))
@@ -303,14 +361,20 @@ async def measure_commands(ctx: Context) -> dict[str, Any]:
         await ch.close()
         daemon.stop()
     out: dict[str, Any] = {"cli": " ".join(cli), "cmd": " ".join(stamp_cmd)}
+    out["native"] = (
+        {"binary": native[0], "how": native_how, "run": native_run} if native is not None else {"skipped": native_how}
+    )
     for name, e in samples.items():
         out[name] = {k: stats.summarize(v) for k, v in e.items() if v}
     floor = out["bare_spawn"]
-    for name in ("run_no_token", "run_token"):
-        e = out[name]
-        e["over_floor_ms"] = {k: e[k]["p50"] - floor[k]["p50"] for k in ("wall", "start", "exit")}
-    for name in ("cli_begin", "cli_status", "cli_interrupt", "cli_end"):
-        out[name]["ratio_to_unary_rpc"] = out[name]["wall"]["p50"] / out["unary_rpc"]["wall"]["p50"]
+    for name in ("run_no_token", "run_token", "native_run_no_token", "native_run_token"):
+        if name in out:
+            e = out[name]
+            e["over_floor_ms"] = {k: e[k]["p50"] - floor[k]["p50"] for k in ("wall", "start", "exit")}
+    for prefix in ("", "native_"):
+        for name in (f"{prefix}cli_begin", f"{prefix}cli_status", f"{prefix}cli_interrupt", f"{prefix}cli_end"):
+            if name in out:
+                out[name]["ratio_to_unary_rpc"] = out[name]["wall"]["p50"] / out["unary_rpc"]["wall"]["p50"]
     return out
 
 
@@ -341,4 +405,19 @@ async def run(ctx: Context) -> dict[str, Any]:
         f"({s['daemon_chart']['ratio_ready_p50']:.2f}x); run over bare spawn: no token "
         f"{c['run_no_token']['over_floor_ms']['wall']:.0f} ms, token {c['run_token']['over_floor_ms']['wall']:.0f} ms"
     )
+    if "native_cli_status" in c:
+        ctx.log(
+            "  native: "
+            + ", ".join(
+                f"{n} {c['native_cli_' + n]['wall']['p50']:.0f} ms" for n in ("begin", "status", "interrupt", "end")
+            )
+            + (
+                f"; run over bare spawn: no token {c['native_run_no_token']['over_floor_ms']['wall']:.1f} ms, "
+                f"token {c['native_run_token']['over_floor_ms']['wall']:.1f} ms"
+                if "native_run_token" in c
+                else f"; run not timed ({c['native']['run']})"
+            )
+        )
+    else:
+        ctx.log(f"  native: not timed ({c['native'].get('skipped')})")
     return out

@@ -191,9 +191,10 @@ def _text(text: str) -> str:
 #: ``value``: one value; ``list``: a repeatable flag, a comma-separated variable; ``switch``:
 #: a flag without a value, a variable that is on for 1/true/yes.
 Kind = Literal["value", "list", "switch"]
-#: Who reads it: ``serve`` (the daemon), or ``client`` (the client subcommands, ``run`` and
-#: every client library, in each language).
-Scope = Literal["serve", "client"]
+#: Who reads it: ``serve`` (the daemon), ``client`` (the client subcommands, ``run`` and
+#: every client library, in each language), or ``command`` (the two implementations of the
+#: command line, choosing each other: docs/cli.md).
+Scope = Literal["serve", "client", "command"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -503,8 +504,32 @@ TOKEN_FILE: Setting[str] = Setting(
 #: client library read (TOKEN_FILE: ``mcp`` alone).
 CLIENT: tuple[Setting[str], ...] = (ADDRESS, TOKEN, AUTH_TOKEN, CLIENT_DOORBELL, TOKEN_FILE)
 
+# The command line's two implementations: the native binary (clients/go/cmd/interrupt-sidecar)
+# and the Python one, each handing the other the subcommands it does not run itself.
+NATIVE: Setting[str] = Setting(
+    "native",
+    "command",
+    "the native binary the Python `interrupt-sidecar` hands `run`, `begin`, `interrupt`, `end` and `status` "
+    "to (a path), or `off` to run them in Python",
+    _text,
+    default_doc="`interrupt-sidecar-native` beside the Python interpreter, when it is there",
+    has_flag=False,
+)
+PYTHON: Setting[str] = Setting(
+    "python",
+    "command",
+    "the Python interpreter the native binary hands every other subcommand to (`serve`, `top`, `demo`, `mcp`, "
+    "`--help`), as `$INTERRUPT_SIDECAR_PYTHON -m interrupt_sidecar`",
+    _text,
+    default_doc="`interrupt-sidecar-py` beside the binary, else on `PATH`, else `python3 -m interrupt_sidecar`",
+    has_flag=False,
+)
+
+#: What chooses between the native and the Python command line.
+COMMAND: tuple[Setting[str], ...] = (NATIVE, PYTHON)
+
 #: Every setting, for the checks that nothing is defined elsewhere.
-ALL: tuple[Setting[object], ...] = (*SERVE, *CLIENT)
+ALL: tuple[Setting[object], ...] = (*SERVE, *CLIENT, *COMMAND)
 
 #: The variable ``begin`` *writes* for a shell (``eval "$(interrupt-sidecar begin)"``) beside
 #: ``INTERRUPT_SIDECAR_TOKEN``; no code reads it.

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.requires import unavailable
+
 ROOT = Path(__file__).resolve().parents[2]
 ORDER = ("min", "p50", "p99", "p999", "max")
 
@@ -150,6 +152,15 @@ def check_footprint(fp: dict[str, Any]) -> None:
         check_summary(c[name]["wall"], f"footprint {name}")
     for name in ("cli_begin", "cli_status", "cli_interrupt", "cli_end"):
         assert c[name]["ratio_to_unary_rpc"] == pytest.approx(c[name]["wall"]["p50"] / c["unary_rpc"]["wall"]["p50"])
+    # The native binary's rows, against the same floors (it is built here: go is required in CI).
+    if "skipped" in c["native"]:
+        unavailable(f"the native rows were not timed: {c['native']['skipped']}")
+    for name in ("native_cli_begin", "native_cli_status", "native_cli_interrupt", "native_cli_end"):
+        check_summary(c[name]["wall"], f"footprint {name}")
+        assert c[name]["ratio_to_unary_rpc"] == pytest.approx(c[name]["wall"]["p50"] / c["unary_rpc"]["wall"]["p50"])
+    if c["native"]["run"] == "ok":
+        for name in ("native_run_no_token", "native_run_token"):
+            assert c[name]["start"]["min"] < c[name]["wall"]["max"], name
 
 
 def check_targets(results: dict[str, Any]) -> None:
@@ -190,7 +201,8 @@ def test_the_footprint_part_measures_servers_and_commands_beside_their_floors(tm
     assert set(results["figures"]) == {"footprint"}
     check_footprint(results["figures"]["footprint"])
     footprint_targets = [t for t in results["targets"] if t["target"].startswith("footprint:")]
-    assert len(footprint_targets) == 10, footprint_targets
+    native = results["figures"]["footprint"]["commands"]["native"]
+    assert len(footprint_targets) == 10 + 4 + (2 if native["run"] == "ok" else 0), footprint_targets
     check_targets(results)
 
 

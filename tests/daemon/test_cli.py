@@ -1,4 +1,5 @@
-"""The command line: configuration precedence, exit codes, serve's lifecycle, client subcommands."""
+"""The command line: configuration precedence, exit codes, serve's lifecycle (the client
+subcommands, held to the same tests in both implementations: tests/cli)."""
 
 from __future__ import annotations
 
@@ -225,54 +226,6 @@ async def test_sigterm_trips_everything_with_system_shutdown_kills_groups_and_ex
         child.kill()
         child.wait()
         daemon.stop(signal.SIGKILL)
-
-
-def test_begin_prints_export_lines_that_eval_sets_exactly(daemon: DaemonProcess, tmp_path: Path) -> None:
-    # A caller-chosen id may hold any printable character but space: every shell
-    # metacharacter below would run `touch ran` if eval ran the id instead of setting it.
-    execution_id = "t;touch${IFS}ran`touch${IFS}ran`$(touch${IFS}ran)'\"\\|&>x"
-    begun = run_cli("begin", "--id", execution_id, env={"INTERRUPT_SIDECAR_ADDRESS": daemon.address})
-    assert begun.returncode == 0, begun.stderr
-    script = (
-        'eval "$1"; printf "%s\\n" "$INTERRUPT_SIDECAR_EXECUTION" "$INTERRUPT_SIDECAR_TOKEN"; '
-        # A process the shell starts (a tool) sees the token: the lines export it.
-        'sh -c \'printf "%s\\n" "$INTERRUPT_SIDECAR_TOKEN"\''
-    )
-    shell = subprocess.run(
-        ["sh", "-c", script, "sh", begun.stdout], cwd=tmp_path, capture_output=True, text=True, timeout=10
-    )
-    assert shell.returncode == 0, shell.stderr
-    got_id, token, childs_token = shell.stdout.splitlines()
-    assert got_id == execution_id
-    assert token.startswith("ist1.") and childs_token == token
-    assert not (tmp_path / "ran").exists(), "eval ran part of the execution id"
-
-
-def test_client_subcommands_drive_an_execution(daemon: DaemonProcess) -> None:
-    env = {"INTERRUPT_SIDECAR_ADDRESS": daemon.address}
-    begun = run_cli("begin", "--id", "turn-7", "--context", "main", "--budget", "1h", env=env)
-    assert begun.returncode == 0, begun.stderr
-    assert "INTERRUPT_SIDECAR_EXECUTION=turn-7" in begun.stdout
-    assert "INTERRUPT_SIDECAR_TOKEN=ist1." in begun.stdout
-    status = run_cli("status", env=env)
-    assert status.returncode == 0
-    assert "turn-7\tlive" in status.stdout
-    tripped = run_cli("interrupt", "turn-7", "--reason", "NOW_PRIORITY_INPUT", env=env)
-    assert tripped.stdout.strip() == "turn-7\ttripped\tNOW_PRIORITY_INPUT"
-    again = run_cli("interrupt", "--context", "main", env=env)
-    assert again.stdout.strip() == "turn-7\talready tripped\tNOW_PRIORITY_INPUT"
-    as_json = run_cli("status", "turn-7", "--json", env=env)
-    assert '"cancelled": true' in as_json.stdout
-    assert run_cli("end", "turn-7", env=env).returncode == 0
-    refused = run_cli("interrupt", "turn-7", env=env)
-    assert refused.returncode == 5
-    assert "FAILED_PRECONDITION" in refused.stderr
-
-
-def test_unreachable_daemon_exits_4(tmp_short: Path) -> None:
-    result = run_cli("status", "--address", f"unix://{tmp_short}/nobody.sock")
-    assert result.returncode == 4
-    assert "cannot reach the daemon" in result.stderr
 
 
 def test_demo_runs_a_real_daemon_and_reports_latency() -> None:

@@ -34,6 +34,7 @@ from interrupt_sidecar_client import Coordinator as ClientCoordinator
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
+from tests.cli.implementations import native_cli, python_cli
 from tests.conftest import ROOT, DaemonProcess, free_port, group_members, start_daemon
 from tests.daemon.wire import RawTool, eventually
 from tests.requires import require_program, require_root
@@ -268,8 +269,11 @@ async def test_an_execution_pushed_out_of_the_remembered_ended_ones_is_not_found
 # -- the CLI's exit 6: a second signal during shutdown forces the exit ----------------------------
 
 
-async def test_a_second_sigterm_during_shutdown_exits_6(workdir: Path) -> None:
-    daemon = start_daemon(workdir, "--grace", "30s", "--shutdown-timeout", "60s")
+@pytest.mark.parametrize("implementation", ["python", "native"])
+async def test_a_second_sigterm_during_shutdown_exits_6(workdir: Path, implementation: str) -> None:
+    # Through the native binary too: it execs the Python daemon, so both signals reach it.
+    cli = python_cli() if implementation == "python" else native_cli()
+    daemon = start_daemon(workdir, "--grace", "30s", "--shutdown-timeout", "60s", command=cli.argv, env=cli.env)
     try:
         async with grpc.aio.insecure_channel(daemon.address) as channel:
             stub = pb_grpc.CoordinatorServiceStub(channel)

@@ -279,34 +279,3 @@ async def test_mtls_refuses_clients_without_a_certificate_of_its_ca(mtls_daemon:
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await stub.ListExecutions(pb.ListExecutionsRequest(), timeout=5)
         assert refused.value.code() == grpc.StatusCode.UNAVAILABLE  # the handshake fails: no RPC at all
-
-
-def test_the_cli_sends_the_coordinator_credential_from_the_environment(token_daemon: TcpDaemon) -> None:
-    import os
-    import subprocess
-    import sys
-
-    from tests.conftest import ROOT
-
-    def cli(*args: str, token: str | None) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "INTERRUPT_SIDECAR_ADDRESS": token_daemon.address}
-        env.pop("INTERRUPT_SIDECAR_AUTH_TOKEN", None)
-        if token is not None:
-            env["INTERRUPT_SIDECAR_AUTH_TOKEN"] = token
-        return subprocess.run(
-            [sys.executable, "-m", "interrupt_sidecar", *args],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            env=env,
-            timeout=30,
-        )
-
-    refused = cli("begin", "--session", "chat-7", token=None)
-    assert refused.returncode == 5 and "UNAUTHENTICATED" in refused.stderr
-    for _ in range(2):
-        assert cli("begin", "--session", "chat-7", token=TOKEN).returncode == 0
-    released = cli("interrupt", "--session", "chat-7", token=TOKEN)
-    assert released.returncode == 0, released.stderr
-    lines = released.stdout.strip().splitlines()
-    assert len(lines) == 2 and all(line.endswith("tripped\tSESSION_RELEASED") for line in lines)

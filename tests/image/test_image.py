@@ -129,6 +129,17 @@ def test_sigterm_ends_the_daemon_with_exit_0(daemon: Daemon) -> None:
     assert signal.SIGTERM.name in daemon.logs()
 
 
+def test_the_entrypoint_is_the_native_binary_and_serve_runs_as_pid_1(daemon: Daemon) -> None:
+    """`interrupt-sidecar` is the native binary; it execs the Python daemon for `serve`, so
+    PID 1 is the daemon itself (its signals and exit code are the container's)."""
+    head = daemon.exec("python", "-c", "print(open('/usr/local/bin/interrupt-sidecar', 'rb').read(4))")
+    assert head.stdout.strip() == repr(b"\x7fELF"), head
+    pid1 = daemon.exec("cat", "/proc/1/cmdline").stdout.split("\0")
+    assert pid1[1:3] == ["/usr/local/bin/interrupt-sidecar-py", "serve"], pid1
+    versions = [daemon.exec(command, "--version").stdout for command in ("interrupt-sidecar", "interrupt-sidecar-py")]
+    assert versions[0] == versions[1] != "", versions
+
+
 def test_nothing_of_the_build_stage_is_in_the_image(image: str) -> None:
     """The wheels come in through a bind mount and the sources stay in the build stage.
     Prints what the image weighs, layer by layer (pytest -s shows it)."""

@@ -1,12 +1,321 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"strings"
+
+	sidecar "github.com/interrupt-sidecar/interrupt-sidecar/clients/go"
+	pb "github.com/interrupt-sidecar/interrupt-sidecar/clients/go/gen/interrupt/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
-// clientCommand implements begin, interrupt, end and status (placeholder until they land).
+// The coordinator commands (begin, interrupt, end, status): the same flags, environment,
+// output and exit codes as the Python implementation's (sidecar/interrupt_sidecar/cli.py,
+// which is their specification; tests/cli holds both to the same assertions).
+
+// The exit codes of interrupt_sidecar.exits that these commands return.
+const (
+	exitOK          = 0
+	exitInternal    = 1
+	exitUsage       = 2
+	exitUnreachable = 4
+	exitRefused     = 5
+	exitSIGINT      = 130
+)
+
+// The variables of interrupt_sidecar.settings these commands read or write (the client
+// library reads INTERRUPT_SIDECAR_ADDRESS itself, through ResolveAddress).
+const (
+	authTokenEnv = "INTERRUPT_SIDECAR_AUTH_TOKEN"
+	executionEnv = "INTERRUPT_SIDECAR_EXECUTION"
+)
+
+// The flags every coordinator command takes (cli.py's `common` parent parser).
+var common = []option{{name: "--address", takesValue: true}, {name: "--json"}}
+
+var specs = map[string]commandSpec{
+	"begin": {options: append([]option{
+		{name: "--id", takesValue: true},
+		{name: "--parent", takesValue: true},
+		{name: "--context", takesValue: true},
+		{name: "--grace", takesValue: true},
+		{name: "--budget", takesValue: true},
+		{name: "--lease-ttl", takesValue: true},
+		{name: "--label", takesValue: true},
+		{name: "--session", takesValue: true},
+		{name: "--task", takesValue: true},
+	}, common...)},
+	"interrupt": {positional: optionalPositional, options: append([]option{
+		{name: "--context", takesValue: true},
+		{name: "--session", takesValue: true},
+		{name: "--task", takesValue: true},
+		{name: "--reason", takesValue: true, choices: reasons()},
+		{name: "--detail", takesValue: true},
+	}, common...)},
+	"end": {positional: requiredPositional, options: common},
+	"status": {positional: optionalPositional, options: append([]option{
+		{name: "--context", takesValue: true},
+		{name: "--all"},
+	}, common...)},
+}
+
+// commandError is a refusal before any request is sent (cli.py's ConfigError): exit 2,
+// "interrupt-sidecar NAME: MESSAGE".
+type commandError struct{ message string }
+
+func (e *commandError) Error() string { return e.message }
+
+// clientCommand runs one coordinator command and returns its exit code.
 func clientCommand(name string, args []string) int {
-	fmt.Fprintf(os.Stderr, "interrupt-sidecar (native): %s is not implemented yet\n", name)
-	return 1
+	parsed, err := parseArgs(specs[name], args)
+	if err != nil {
+		return usageOrHelp(name, args, err)
+	}
+	// Ctrl+C before the answer: 130 and no output, as the Python command (KeyboardInterrupt).
+	// An inherited SIG_IGN (a background job) stays ignored, as Python leaves it.
+	if !signal.Ignored(os.Interrupt) {
+		interrupted := make(chan os.Signal, 1)
+		signal.Notify(interrupted, os.Interrupt)
+		go func() {
+			<-interrupted
+			os.Exit(exitSIGINT)
+		}()
+	}
+
+	address := sidecar.ResolveAddress(parsed.text("--address"))
+	call := map[string]func(context.Context, pb.CoordinatorServiceClient, parsedArgs) (proto.Message, string, error){
+		"begin":     begin,
+		"interrupt": interrupt,
+		"end":       end,
+		"status":    statusOf,
+	}[name]
+	message, human, err := withClient(address, func(ctx context.Context, client pb.CoordinatorServiceClient) (proto.Message, string, error) {
+		return call(ctx, client, parsed)
+	})
+	if err != nil {
+		return report(name, address, err)
+	}
+	if parsed.on("--json") {
+		text, err := pythonJSON(message)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "interrupt-sidecar %s: %v\n", name, err)
+			return exitInternal
+		}
+		human = text
+	}
+	fmt.Println(human)
+	return exitOK
+}
+
+// report prints why a command failed and returns its exit code, in cli.py's words.
+func report(name, address string, err error) int {
+	var refusal *commandError
+	if errors.As(err, &refusal) {
+		fmt.Fprintf(os.Stderr, "interrupt-sidecar %s: %s\n", name, refusal.message)
+		return exitUsage
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		fmt.Fprintf(os.Stderr, "interrupt-sidecar %s: %v\n", name, err)
+		return exitInternal
+	}
+	if st.Code() == codes.Unavailable {
+		fmt.Fprintf(os.Stderr, "interrupt-sidecar %s: cannot reach the daemon at %s: %s\n", name, address, st.Message())
+		return exitUnreachable
+	}
+	fmt.Fprintf(os.Stderr, "interrupt-sidecar %s: %s: %s\n", name, sidecar.CodeName(st.Code()), st.Message())
+	return exitRefused
+}
+
+// withClient runs fn with a client of the daemon at address, carrying the coordinator
+// credential (INTERRUPT_SIDECAR_AUTH_TOKEN) when one is set. Like the Python command: no
+// deadline, no retry, plaintext (a TCP daemon beyond loopback is reached through TLS by
+// the client libraries, not by the command line).
+func withClient(address string, fn func(context.Context, pb.CoordinatorServiceClient) (proto.Message, string, error)) (proto.Message, string, error) {
+	conn, err := grpc.NewClient(grpcTarget(address), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, "", status.Error(codes.Unavailable, err.Error())
+	}
+	defer conn.Close()
+	ctx := context.Background()
+	if token := strings.TrimSpace(os.Getenv(authTokenEnv)); token != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
+	}
+	return fn(ctx, pb.NewCoordinatorServiceClient(conn))
+}
+
+// grpcTarget is the client library's rule (unix: and scheme:// targets as they are,
+// HOST:PORT through the passthrough resolver, as Python's grpc dials it: no DNS lookup).
+func grpcTarget(address string) string {
+	if strings.Contains(address, "://") || strings.HasPrefix(address, "unix:") {
+		return address
+	}
+	return "passthrough:///" + address
+}
+
+func begin(ctx context.Context, client pb.CoordinatorServiceClient, args parsedArgs) (proto.Message, string, error) {
+	labels := map[string]string{}
+	for _, item := range args.values["--label"] {
+		key, value, found := strings.Cut(item, "=")
+		if !found {
+			return nil, "", &commandError{fmt.Sprintf("--label %s: expected KEY=VALUE", pythonRepr(item))}
+		}
+		labels[key] = value
+	}
+	request := &pb.BeginExecutionRequest{
+		ExecutionId:       args.text("--id"),
+		ParentExecutionId: args.text("--parent"),
+		ContextId:         args.text("--context"),
+		Labels:            labels,
+		SessionId:         args.text("--session"),
+		TaskId:            args.text("--task"),
+	}
+	for _, d := range []struct {
+		flag string
+		into **durationpb.Duration
+	}{{"--grace", &request.Grace}, {"--budget", &request.Budget}, {"--lease-ttl", &request.LeaseTtl}} {
+		text, given := args.value(d.flag)
+		if !given {
+			continue
+		}
+		ns, err := parseDuration(text, d.flag)
+		if err != nil {
+			return nil, "", err
+		}
+		*d.into = &durationpb.Duration{Seconds: ns / 1e9, Nanos: int32(ns % 1e9)}
+	}
+	response, err := client.BeginExecution(ctx, request)
+	if err != nil {
+		return nil, "", err
+	}
+	exports := fmt.Sprintf("export %s=%s\nexport %s=%s",
+		executionEnv, shellQuote(response.GetExecutionId()), sidecar.TokenEnv, shellQuote(response.GetAttachToken()))
+	return response, exports, nil
+}
+
+func interrupt(ctx context.Context, client pb.CoordinatorServiceClient, args parsedArgs) (proto.Message, string, error) {
+	request := &pb.InterruptRequest{Detail: args.text("--detail")}
+	named := 0
+	executionID := ""
+	if args.positional != nil {
+		executionID = *args.positional
+	}
+	// The order of cli.py's dict: the first target named is the one sent (only one may be).
+	for _, target := range []struct {
+		value string
+		set   func(string)
+	}{
+		{executionID, func(v string) { request.Target = &pb.InterruptRequest_ExecutionId{ExecutionId: v} }},
+		{args.text("--context"), func(v string) { request.Target = &pb.InterruptRequest_ContextId{ContextId: v} }},
+		{args.text("--session"), func(v string) { request.Target = &pb.InterruptRequest_SessionId{SessionId: v} }},
+		{args.text("--task"), func(v string) { request.Target = &pb.InterruptRequest_TaskId{TaskId: v} }},
+	} {
+		if target.value != "" {
+			named++
+			target.set(target.value)
+		}
+	}
+	if named != 1 {
+		return nil, "", &commandError{"name one target: an execution id, --context, --session or --task"}
+	}
+	// A session or a task names its own reason (SESSION_RELEASED, TASK_CANCELLED) unless one is given.
+	reason := args.text("--reason")
+	if reason == "" && (executionID != "" || args.text("--context") != "") {
+		reason = "USER_SIGINT"
+	}
+	if reason != "" {
+		request.Reason = pb.InterruptReason(pb.InterruptReason_value["INTERRUPT_REASON_"+reason])
+	}
+	response, err := client.Interrupt(ctx, request)
+	if err != nil {
+		return nil, "", err
+	}
+	lines := make([]string, 0, len(response.GetOutcomes()))
+	for _, o := range response.GetOutcomes() {
+		state := "already tripped"
+		if o.GetTripped() {
+			state = "tripped"
+		}
+		lines = append(lines, fmt.Sprintf("%s\t%s\t%s", o.GetExecutionId(), state, reasonName(o.GetReason())))
+	}
+	if len(lines) == 0 {
+		return response, "no live execution matched", nil
+	}
+	return response, strings.Join(lines, "\n"), nil
+}
+
+func end(ctx context.Context, client pb.CoordinatorServiceClient, args parsedArgs) (proto.Message, string, error) {
+	response, err := client.EndExecution(ctx, &pb.EndExecutionRequest{ExecutionId: *args.positional})
+	if err != nil {
+		return nil, "", err
+	}
+	return response, response.GetExecution().GetExecutionId() + "\tended", nil
+}
+
+func statusOf(ctx context.Context, client pb.CoordinatorServiceClient, args parsedArgs) (proto.Message, string, error) {
+	if args.positional != nil && *args.positional != "" {
+		response, err := client.GetExecution(ctx, &pb.GetExecutionRequest{ExecutionId: *args.positional})
+		if err != nil {
+			return nil, "", err
+		}
+		return response, describe(response.GetExecution()), nil
+	}
+	response, err := client.ListExecutions(ctx, &pb.ListExecutionsRequest{
+		ContextId:    args.text("--context"),
+		IncludeEnded: args.on("--all"),
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	lines := make([]string, 0, len(response.GetExecutions()))
+	for _, e := range response.GetExecutions() {
+		lines = append(lines, describe(e))
+	}
+	if len(lines) == 0 {
+		return response, "no executions", nil
+	}
+	return response, strings.Join(lines, "\n"), nil
+}
+
+// describe is one execution as `status` prints it.
+func describe(e *pb.Execution) string {
+	state := "live"
+	if e.GetEnded() {
+		state = "ended"
+	}
+	if e.GetCancelled() {
+		state += ", cancelled (" + reasonName(e.GetReason()) + ")"
+	}
+	context := ""
+	if e.GetContextId() != "" {
+		context = "\tcontext=" + e.GetContextId()
+	}
+	return fmt.Sprintf("%s\t%s\ttools=%d\toverruns=%d%s", e.GetExecutionId(), state, e.GetAttachedTools(), e.GetGraceOverruns(), context)
+}
+
+// reasons are the names `interrupt --reason` accepts: the wire's, without their prefix
+// and without UNSPECIFIED (cli.REASONS).
+func reasons() []string {
+	var names []string
+	for number := int32(1); ; number++ {
+		name, known := pb.InterruptReason_name[number]
+		if !known {
+			return names
+		}
+		names = append(names, strings.TrimPrefix(name, "INTERRUPT_REASON_"))
+	}
+}
+
+func reasonName(reason pb.InterruptReason) string {
+	return strings.TrimPrefix(reason.String(), "INTERRUPT_REASON_")
 }
