@@ -303,6 +303,13 @@ def footprint_lines(fp: dict[str, Any]) -> list[str]:
         "the chart's metrics, health listener and state directory. Wake-ups: context switches of every thread "
         "(grpc's own timer, event-engine and lifeguard threads included), in brackets the event loop's thread.",
         "",
+    ]
+    for name in ("bare_health", "daemon_defaults", "daemon_chart"):
+        by_thread = s[name].get("wakeups_by_thread_per_s")
+        if by_thread:  # results of runs before the per-thread figure lack it
+            lines.append(f"- wake-ups/s by thread, {name}: " + ", ".join(f"{t} {v:.1f}" for t, v in by_thread.items()))
+    lines += [
+        "",
         f"| command (CMD = `{c['cmd']}`) | wall p50 | spawn → CMD running p50 | CMD → reaped p50 | over the bare spawn "
         "(wall / start / exit) |",
         "|---|---|---|---|---|",
