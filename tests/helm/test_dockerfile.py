@@ -33,9 +33,15 @@ def test_multi_stage_with_pinned_bases() -> None:
     args = dict(rest.partition("=")[::2] for keyword, rest in steps[:first_from] if keyword == "ARG")
     froms = [rest for keyword, rest in steps if keyword == "FROM"]
     assert len(froms) >= 2, "multi-stage: a build stage and a runtime stage"
+    stages: set[str] = set()
     for image in froms:
         ref = re.sub(r"\$\{(\w+)\}", lambda m: args.get(m.group(1), ""), image.split()[0])
         assert ref, f"FROM {image}: an ARG without a default"
+        words = image.split()
+        if len(words) == 3 and words[1].upper() == "AS":
+            stages.add(words[2])
+        if ref in stages - {words[-1]}:
+            continue  # an earlier stage of this file (the wheels' alias), not a base image
         pinned_digest = re.search(r"@sha256:[0-9a-f]{64}$", ref)
         exact_tag = re.search(r":\d+\.\d+\.\d+[-\w.]*$", ref)
         assert pinned_digest or exact_tag, f"FROM {ref}: pin an exact version or digest"
