@@ -387,11 +387,11 @@ def write(results: dict[str, Any], out: Path) -> tuple[Path, Path]:
 
 
 def image_lines(im: dict[str, Any]) -> list[str]:
-    """Section 10: the daemon's image beside the base + grpcio/protobuf floor."""
+    """Section 11: the daemon's image beside the base + grpcio/protobuf floor."""
     if "skipped" in im:
-        return ["## 10. Container image", "", f"Skipped: {im['skipped']}.", ""]
+        return ["## 11. Container image", "", f"Skipped: {im['skipped']}.", ""]
     lines = [
-        f"## 10. Container image (podman; sizes uncompressed, grpcio {im['grpcio']}, protobuf {im['protobuf']})",
+        f"## 11. Container image (podman; sizes uncompressed, grpcio {im['grpcio']}, protobuf {im['protobuf']})",
         "",
         "| image | size | layers | over the base | ratio to the floor |",
         "|---|---|---|---|---|",

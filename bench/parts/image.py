@@ -1,4 +1,4 @@
-"""10. Image: the daemon's container image beside its floor, the same base with only grpcio
+"""11. Image: the daemon's container image beside its floor, the same base with only grpcio
 and protobuf installed.
 
 Opt-in (``--parts image``): it builds images. The daemon's image is built as ``make image``

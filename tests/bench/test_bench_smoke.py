@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -275,3 +277,21 @@ def test_the_soak_and_hostile_peers_smoke(tmp_path: Path) -> None:
     assert hostile["daemon_exit_code"] == 0
     for phase in ("baseline", "during", "after", "after_emfile"):
         check_latency(hostile[phase], f"hostile {phase}")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1900)
+@pytest.mark.skipif(
+    shutil.which("podman") is None or (os.geteuid() != 0 and not os.environ.get("CI")),
+    reason="podman's rootful store needs root (tests/image builds the same image)",
+)
+def test_the_image_part_measures_the_image_beside_its_floor(tmp_path: Path) -> None:
+    # Sizes are reported, not asserted: what is checked is that both images were built
+    # and described, the ratio is the pair's, and the floor holds only grpcio and protobuf.
+    image = run_bench(tmp_path, "--parts", "image", timeout=1800)["figures"]["image"]
+    daemon, floor, base = image["daemon"], image["floor"], image["base"]
+    assert daemon["bytes"] > base["bytes"] and floor["bytes"] > base["bytes"]
+    assert math.isclose(image["ratio_to_floor"], daemon["bytes"] / floor["bytes"])
+    assert daemon["layers"] >= 2 and floor["layers"] >= 2
+    assert {"grpcio", "protobuf", "interrupt-sidecar"} <= set(image["app_distributions_bytes"])
+    assert image["build_tools_in_runtime"] == []
