@@ -135,6 +135,8 @@ def check_footprint(fp: dict[str, Any]) -> None:
         assert e["rss_kb"] > 1000 and e["threads"] >= 1, (name, e)
         assert e["wakeups_per_s"] >= e["loop_thread_wakeups_per_s"] >= 0, (name, e)
         assert e["cpu_percent"] >= 0, (name, e)
+        by_thread = e["wakeups_by_thread_per_s"]  # whose threads wake: the loop's and grpc's apart
+        assert "loop" in by_thread and len(by_thread) >= 2 and min(by_thread.values()) >= 0, (name, by_thread)
         if name != "bare_health":
             floor = servers["bare_health"]
             assert e["ratio_ready_p50"] == pytest.approx(e["ready_ms"]["p50"] / floor["ready_ms"]["p50"]), name
