@@ -28,26 +28,45 @@ COPY build/native/interrupt-sidecar /out/interrupt-sidecar
 
 FROM native-${NATIVE} AS native
 
+# Where the runtime stage takes the wheels from: the build stage below, or (podman,
+# through scripts/build_image.sh) that stage built first, named by its image ID.
+ARG WHEELS=build
+
 # -- build: wheels for the daemon, the client and every dependency --------------
 FROM ${BASE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
+# binutils' strip and `wheel`, for the wheels below; this stage only.
+RUN apt-get update && apt-get install -y --no-install-recommends binutils && pip install wheel
 COPY clients/python/ clients/python/
 COPY pyproject.toml README.md ./
 COPY sidecar/ sidecar/
+# Extensions lose their debug info here, so the runtime stage needs no binutils: uvloop's
+# wheel ships loop.so with DWARF sections (13.6 MB; 1.9 MB without), a third of what
+# the app adds to the base. `wheel pack` rewrites each wheel's RECORD with the new hashes.
+# One RUN with the `pip wheel`: /wheels is made whole in a single layer.
 RUN pip wheel --wheel-dir /wheels ./clients/python . \
- && sha256sum /wheels/*.whl > /wheels.sha256
+ && for w in /wheels/*.whl; do \
+      case "$w" in *-none-any.whl) continue ;; esac; \
+      d="$(mktemp -d)" && python -m wheel unpack -d "$d" "$w" && rm "$w" \
+      && find "$d" -name '*.so' -exec strip --strip-debug {} + \
+      && python -m wheel pack -d /wheels "$d"/* && rm -rf "$d" || exit 1; \
+    done
 
 # -- runtime ---------------------------------------------------------------------
+# An alias of the wheels' image: a mount's from= takes no ARG in BuildKit. Under podman
+# WHEELS is the build stage's image ID, because podman cannot mount a stage that came whole
+# from its layer cache, and keys a RUN --mount=from=STAGE by its text alone
+# (containers/buildah#4375, #6609): it would fail, or install an earlier build's wheels.
+FROM ${WHEELS} AS wheels
+
 FROM ${BASE}
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
-# The wheels' checksums, copied first so that a layer cache keys the install on them:
-# podman's (buildah's) cache does not look into a stage bind-mounted by the RUN below, and
-# would otherwise reuse an install of older wheels.
-COPY --from=build /wheels.sha256 /usr/local/share/interrupt-sidecar/wheels.sha256
-# Installed from the wheels alone: nothing is fetched in this stage.
-RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
+# Installed from the wheels alone: nothing is fetched in this stage. WHEELS, declared
+# again, puts its value (under podman, an image ID) into this RUN's cache key.
+ARG WHEELS
+RUN --mount=type=bind,from=wheels,source=/wheels,target=/wheels \
     pip install --no-index --find-links=/wheels interrupt-sidecar interrupt-sidecar-client \
  && groupadd --gid 65532 nonroot \
  && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin nonroot

@@ -28,9 +28,11 @@ PARTS = (
     "mcp",
     "hostile",
     "soak",
+    "image",
 )
-#: Run only when asked for by name (--parts): minutes each, and not ratios to a floor.
-OPT_IN = ("hostile", "soak")
+#: Run only when asked for by name (--parts): minutes each, and not ratios to a floor
+#: (image: builds container images with podman).
+OPT_IN = ("hostile", "soak", "image")
 
 
 def parse(argv: list[str] | None) -> Options:

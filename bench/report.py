@@ -276,6 +276,8 @@ def markdown(results: dict[str, Any]) -> str:
         ]
     if "footprint" in f:
         lines += footprint_lines(f["footprint"])
+    if "image" in f:
+        lines += image_lines(f["image"])
     lines += ["## Targets", "", "| target | measured | |", "|---|---|---|"]
     for c in check(results, results["options"]["quick"]):
         lines.append(f"| {c.target} | {c.measured} | {c.mark()} |")
@@ -317,6 +319,13 @@ def footprint_lines(fp: dict[str, Any]) -> list[str]:
         f"`daemon_defaults`: `{c['cli']} serve --listen unix://…`; `daemon_chart`: plus "
         "the chart's metrics, health listener and state directory. Wake-ups: context switches of every thread "
         "(grpc's own timer, event-engine and lifeguard threads included), in brackets the event loop's thread.",
+        "",
+    ]
+    for name in ("bare_health", "daemon_defaults", "daemon_chart"):
+        by_thread = s[name].get("wakeups_by_thread_per_s")
+        if by_thread:  # results of runs before the per-thread figure lack it
+            lines.append(f"- wake-ups/s by thread, {name}: " + ", ".join(f"{t} {v:.1f}" for t, v in by_thread.items()))
+    lines += [
         "",
         f"| command (CMD = `{c['cmd']}`) | wall p50 | spawn → CMD running p50 | CMD → reaped p50 | over the bare spawn "
         "(wall / start / exit) |",
@@ -403,3 +412,31 @@ def write(results: dict[str, Any], out: Path) -> tuple[Path, Path]:
     md = out / "latest.md"
     md.write_text(markdown(results))
     return js, md
+
+
+def image_lines(im: dict[str, Any]) -> list[str]:
+    """Section 11: the daemon's image beside the base + grpcio/protobuf floor."""
+    if "skipped" in im:
+        return ["## 11. Container image", "", f"Skipped: {im['skipped']}.", ""]
+    lines = [
+        f"## 11. Container image (podman; sizes uncompressed, grpcio {im['grpcio']}, protobuf {im['protobuf']})",
+        "",
+        "| image | size | layers | over the base | ratio to the floor |",
+        "|---|---|---|---|---|",
+    ]
+    base = im["base"]["bytes"]
+    for name in ("base", "floor", "daemon"):
+        e = im[name]
+        ratio = f"{im['ratio_to_floor']:.3f}×" if name == "daemon" else ("1" if name == "floor" else "—")
+        lines.append(
+            f"| {name}: `{e['image']}` | {e['bytes'] / 1e6:.1f} MB | {e['layers']} | "
+            f"{(e['bytes'] - base) / 1e6:+.1f} MB | {ratio} |"
+        )
+    carried = ", ".join(f"{k} {v / 1e6:.1f}" for k, v in im["app_distributions_bytes"].items())
+    tools = ", ".join(im["build_tools_in_runtime"]) or "none"
+    lines += [
+        "",
+        f"The app's layer by distribution (MB installed): {carried}. Build tools in the runtime image: {tools}.",
+        "",
+    ]
+    return lines

@@ -164,6 +164,17 @@ def check(results: dict[str, Any], quick: bool) -> list[Check]:
             )
         )
     out += footprint_checks(f.get("footprint"))
+    image = f.get("image")
+    if image and "skipped" not in image:
+        out.append(
+            Check(
+                "image: ≤ 1.2× the base + grpcio/protobuf floor, no build tools in the runtime",
+                f"{image['ratio_to_floor']:.3f}× ({image['daemon']['bytes'] / 1e6:.1f} vs "
+                f"{image['floor']['bytes'] / 1e6:.1f} MB); build tools: "
+                f"{', '.join(image['build_tools_in_runtime']) or 'none'}",
+                image["ratio_to_floor"] <= 1.2 and not image["build_tools_in_runtime"],
+            )
+        )
     if quick:
         for c in out:
             c.target += " (quick)"

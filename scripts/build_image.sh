@@ -59,7 +59,16 @@ make --no-print-directory -C "$ROOT/clients/go" native >&2
 start=$(date +%s)
 # --network host: pip reaches PyPI through the machine's own network; podman
 # needs no network backend of its own.
-podman build --network host --layers --build-arg "BASE=$base" --build-arg NATIVE=context "${mounts[@]}" \
+# The build stage first, for its image ID, which the runtime stage mounts the
+# wheels from (the Dockerfile's WHEELS). podman cannot bind-mount a stage that
+# came whole from its layer cache ("couldn't find .../merged/wheels"), and keys a
+# RUN --mount=from=STAGE by the command's text alone, not the stage's files
+# (containers/buildah#4375, #6609): the runtime stage would fail, or install the
+# wheels of an earlier build. An image ID in the command changes with the wheels.
+wheels="$(podman build --network host --layers --build-arg "BASE=$base" "${mounts[@]}" \
+  --target build -q -f "$ROOT/Dockerfile" "$ROOT" 2>"$OUT/build-stage.log")" ||
+  { tail -30 "$OUT/build-stage.log" >&2; exit 1; }
+podman build --network host --layers --build-arg "BASE=$base" --build-arg NATIVE=context --build-arg "WHEELS=$wheels" "${mounts[@]}" \
   --label "org.opencontainers.image.version=$VERSION" \
   -t "$NAME" -f "$ROOT/Dockerfile" "$ROOT" >"$OUT/build.log" 2>&1 ||
   { tail -30 "$OUT/build.log" >&2; exit 1; }

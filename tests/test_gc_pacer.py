@@ -11,6 +11,7 @@ import pytest
 from interrupt_sidecar.gc_pacer import SAFETY_NET_FACTOR, GcPacer
 
 from tests.client.support import aeventually
+from tests.polling import eventually_async
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -78,3 +79,24 @@ async def test_under_steady_allocation_the_timer_wakes_about_once_a_young_genera
     finally:
         pacer.stop()
         del kept
+
+
+async def test_going_quiet_runs_on_quiet_once_per_quiet_spell() -> None:
+    quiet: list[bool] = []
+    pacer = GcPacer(
+        asyncio.get_running_loop(),
+        THRESHOLDS,
+        active_check_s=0.005,
+        quiet_after_s=0.05,
+        on_quiet=lambda: quiet.append(pacer.active),
+    )
+    pacer.start()
+    try:
+        await eventually_async(lambda: not pacer.active, timeout=5, what="the pacer to go quiet")
+        assert quiet == [False], "on_quiet runs once, after the pacer stood down"
+        kept: list[list[int]] = [[] for _ in range(THRESHOLDS[0] + 500)]
+        await eventually_async(lambda: pacer.active, timeout=5, what="allocation to wake the pacer")
+        del kept
+        await eventually_async(lambda: len(quiet) == 2, timeout=5, what="the second quiet spell")
+    finally:
+        pacer.stop()

@@ -8,7 +8,8 @@ defaults, daemon as the chart runs it, floor, ...):
 * RSS (``/proc/PID/statm``) 2 s after ready, and the thread count;
 * idle, over ``--footprint-idle-seconds`` after that with nothing connected: wake-ups a
   second (voluntary + involuntary context switches of every thread, from
-  ``/proc/PID/task/*/status``; the loop's own thread apart) and CPU (utime + stime).
+  ``/proc/PID/task/*/status``; also by thread name, so grpc core's own threads show
+  apart from the loop's) and CPU (utime + stime).
 
 Floor: ``python -m bench.barehealth``, a bare grpc.aio server of the same grpcio serving
 only ``grpc.health.v1`` on a unix socket, on the same loop. The daemon is started as it is
@@ -193,15 +194,32 @@ def start(name: str) -> Started:
     return Started(name, process, directory, ready_ms)
 
 
-def switches(pid: int) -> dict[int, int]:
-    """Context switches (voluntary + involuntary) of each thread of ``pid``."""
-    out: dict[int, int] = {}
+def switches(pid: int) -> dict[int, tuple[str, int]]:
+    """Each thread of ``pid``: its name (``comm``) and context switches (voluntary + involuntary).
+
+    The name says whose thread wakes: grpc core names its own (``grpc_global_tim``,
+    ``event_engine``, ``lifeguard``), Python's threads carry the process's name.
+    """
+    out: dict[int, tuple[str, int]] = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip()
             with open(f"/proc/{pid}/task/{tid}/status") as f:
-                out[int(tid)] = sum(int(line.split()[1]) for line in f if "ctxt_switches" in line)
+                out[int(tid)] = (name, sum(int(line.split()[1]) for line in f if "ctxt_switches" in line))
         except FileNotFoundError:  # the thread ended
             continue
+    return out
+
+
+def wakeups_by_thread(
+    pid: int, before: dict[int, tuple[str, int]], after: dict[int, tuple[str, int]], window: float
+) -> dict[str, float]:
+    """Wake-ups a second over ``window`` summed by thread name; the process's main thread as ``loop``."""
+    out: dict[str, float] = {}
+    for tid, (name, count) in after.items():
+        key = "loop" if tid == pid else name
+        out[key] = out.get(key, 0.0) + (count - before.get(tid, (name, 0))[1]) / window
     return out
 
 
@@ -209,6 +227,7 @@ async def measure_servers(ctx: Context) -> dict[str, Any]:
     o = ctx.options
     keys = ("ready_ms", "rss_kb", "threads", "wakeups_per_s", "loop_thread_wakeups_per_s", "cpu_percent")
     per: dict[str, dict[str, list[float]]] = {n: {k: [] for k in keys} for n in SERVERS}
+    threads_each: dict[str, list[dict[str, float]]] = {n: [] for n in SERVERS}
     for name in SERVERS:  # untimed: bytecode compiled and cached, files in the page cache
         start(name).stop()
     for r in range(o.footprint_starts):
@@ -232,10 +251,11 @@ async def measure_servers(ctx: Context) -> dict[str, Any]:
             for s in running:
                 sw0, cpu0 = before[s.name]
                 sw1, cpu1 = switches(s.pid), procs.cpu_seconds(s.pid)
-                total = sum(v - sw0.get(tid, 0) for tid, v in sw1.items())
-                per[s.name]["wakeups_per_s"].append(total / window)
-                per[s.name]["loop_thread_wakeups_per_s"].append((sw1.get(s.pid, 0) - sw0.get(s.pid, 0)) / window)
+                by_thread = wakeups_by_thread(s.pid, sw0, sw1, window)
+                per[s.name]["wakeups_per_s"].append(sum(by_thread.values()))
+                per[s.name]["loop_thread_wakeups_per_s"].append(by_thread.get("loop", 0.0))
                 per[s.name]["cpu_percent"].append(100 * (cpu1 - cpu0) / window)
+                threads_each[s.name].append(by_thread)
         finally:
             for s in running:
                 s.stop()
@@ -253,6 +273,11 @@ async def measure_servers(ctx: Context) -> dict[str, Any]:
         for key in ("rss_kb", "threads", "wakeups_per_s", "loop_thread_wakeups_per_s", "cpu_percent"):
             entry[key] = statistics.median(figures[key])
             entry[f"{key}_each"] = figures[key]
+        # Whose threads wake: the median over the starts of each thread name's wake-ups a second.
+        names = sorted({t for each in threads_each[name] for t in each})
+        entry["wakeups_by_thread_per_s"] = {
+            t: statistics.median(each.get(t, 0.0) for each in threads_each[name]) for t in names
+        }
         out[name] = entry
     floor = out["bare_health"]
     for name in ("daemon_defaults", "daemon_chart"):

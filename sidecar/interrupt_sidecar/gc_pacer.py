@@ -11,13 +11,15 @@ stays on at four times that size, as a safety net for bursts the timer does not 
 with. After a second with little allocation the pacer hands generation 0 back to the
 automatic collector at its normal size and stops its timer: an idle daemon is not woken
 at all. The first automatic collection after that (a full young generation allocated:
-the daemon is working again) wakes the pacer, through ``gc.callbacks``.
+the daemon is working again) wakes the pacer, through ``gc.callbacks``. Going quiet is
+also when ``on_quiet`` runs (the daemon returns freed heap to the kernel then).
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+from collections.abc import Callable
 
 #: Check at most this often while the daemon allocates...
 ACTIVE_CHECK_S = 0.01
@@ -41,6 +43,7 @@ class GcPacer:
         active_check_s: float = ACTIVE_CHECK_S,
         max_check_s: float = MAX_CHECK_S,
         quiet_after_s: float = QUIET_AFTER_S,
+        on_quiet: Callable[[], object] | None = None,
     ) -> None:
         self._loop = loop
         self._gen0, self._gen1, self._gen2 = thresholds
@@ -53,6 +56,7 @@ class GcPacer:
         self._active = False
         self._timer: asyncio.TimerHandle | None = None
         self._wake_pending = False
+        self._on_quiet = on_quiet
         #: Collections the pacer ran, by generation, and its timer's wake-ups (for tests and curiosity).
         self.collections = [0, 0, 0]
         self.ticks = 0
@@ -128,6 +132,8 @@ class GcPacer:
                 self._active = False
                 self._timer = None
                 gc.set_threshold(self._gen0, self._gen1, self._gen2)
+                if self._on_quiet is not None:
+                    self._on_quiet()  # after a second of little allocation: off the trip path
                 return
         else:
             self._quiet_s = 0.0

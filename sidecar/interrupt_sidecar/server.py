@@ -28,6 +28,7 @@ from interrupt_sidecar.errors import SidecarError, Unavailable
 from interrupt_sidecar.exits import EXIT_FORCED, EXIT_OK, EXIT_STARTUP
 from interrupt_sidecar.federation import RemoteParentFollower
 from interrupt_sidecar.gc_pacer import GcPacer
+from interrupt_sidecar.osedge.heap import HeapTrimmer
 from interrupt_sidecar.osedge.journal import Journal, JournalError
 from interrupt_sidecar.osedge.process_groups import ProcessGroups
 from interrupt_sidecar.runtime.journal_health import JournalHealth
@@ -403,7 +404,9 @@ async def serve(config: ServeConfig) -> int:
     print(f"ready {' '.join(daemon.addresses)}", flush=True)
     # After "ready": a pod's agent waits for it, and nothing here must precede serving.
     _tune_garbage_collector()
-    pacer = GcPacer(loop, (_GC_GEN0, _GC_GEN1, _GC_GEN2))
+    # Quiet after a burst (streams gone, a second of little allocation): glibc keeps what
+    # they freed in its arenas; the trimmer gives it back once RSS grew enough to matter.
+    pacer = GcPacer(loop, (_GC_GEN0, _GC_GEN1, _GC_GEN2), on_quiet=HeapTrimmer().maybe_trim)
     pacer.start()
     await stop.wait()
     await daemon.shutdown()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -135,6 +137,8 @@ def check_footprint(fp: dict[str, Any]) -> None:
         assert e["rss_kb"] > 1000 and e["threads"] >= 1, (name, e)
         assert e["wakeups_per_s"] >= e["loop_thread_wakeups_per_s"] >= 0, (name, e)
         assert e["cpu_percent"] >= 0, (name, e)
+        by_thread = e["wakeups_by_thread_per_s"]  # whose threads wake: the loop's and grpc's apart
+        assert "loop" in by_thread and len(by_thread) >= 2 and min(by_thread.values()) >= 0, (name, by_thread)
         if name != "bare_health":
             floor = servers["bare_health"]
             assert e["ratio_ready_p50"] == pytest.approx(e["ready_ms"]["p50"] / floor["ready_ms"]["p50"]), name
@@ -291,3 +295,21 @@ def test_the_soak_and_hostile_peers_smoke(tmp_path: Path) -> None:
     assert hostile["daemon_exit_code"] == 0
     for phase in ("baseline", "during", "after", "after_emfile"):
         check_latency(hostile[phase], f"hostile {phase}")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1900)
+@pytest.mark.skipif(
+    shutil.which("podman") is None or (os.geteuid() != 0 and not os.environ.get("CI")),
+    reason="podman's rootful store needs root (tests/image builds the same image)",
+)
+def test_the_image_part_measures_the_image_beside_its_floor(tmp_path: Path) -> None:
+    # Sizes are reported, not asserted: what is checked is that both images were built
+    # and described, the ratio is the pair's, and the floor holds only grpcio and protobuf.
+    image = run_bench(tmp_path, "--parts", "image", timeout=1800)["figures"]["image"]
+    daemon, floor, base = image["daemon"], image["floor"], image["base"]
+    assert daemon["bytes"] > base["bytes"] and floor["bytes"] > base["bytes"]
+    assert math.isclose(image["ratio_to_floor"], daemon["bytes"] / floor["bytes"])
+    assert daemon["layers"] >= 2 and floor["layers"] >= 2
+    assert {"grpcio", "protobuf", "interrupt-sidecar"} <= set(image["app_distributions_bytes"])
+    assert image["build_tools_in_runtime"] == []

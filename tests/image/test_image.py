@@ -5,6 +5,7 @@ in the daemon's PID namespace (the pod's shareProcessNamespace)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.image.podman import build_image, podman, proc_status, processes_with, wait_for
+from tests.image.podman import ROOT, build_image, podman, proc_status, processes_with, wait_for
 
 pytestmark = [
     pytest.mark.slow,
@@ -154,3 +155,28 @@ def test_nothing_of_the_build_stage_is_in_the_image(image: str) -> None:
     probe = f"import os; print(' '.join(p for p in {leaks!r} if os.path.lexists(p)))"
     result = podman("run", "--rm", "--network", "none", "--entrypoint", "python", image, "-c", probe)
     assert result.stdout.strip() == "", f"the runtime image carries {result.stdout.strip()}"
+
+
+def test_no_build_tools_in_the_runtime_image(image: str) -> None:
+    """The build stage installs binutils to strip the wheels' extensions; none of it, nor
+    any compiler, may reach the runtime stage."""
+    tools = ("gcc", "cc", "make", "ld", "as", "strip", "objcopy")
+    probe = f"import shutil; print(' '.join(t for t in {tools!r} if shutil.which(t)))"
+    result = podman("run", "--rm", "--network", "none", "--entrypoint", "python", image, "-c", probe)
+    assert result.stdout.strip() == "", f"the runtime image carries {result.stdout.strip()}"
+
+
+def test_the_image_installs_this_checkout(image: str) -> None:
+    """Every module of the daemon in the image is the checkout's, byte for byte: podman's
+    layer cache once kept the wheels of an earlier build (scripts/build_image.sh says why)."""
+    package = ROOT / "sidecar" / "interrupt_sidecar"
+    ours = {str(p.relative_to(package)): hashlib.sha256(p.read_bytes()).hexdigest() for p in package.rglob("*.py")}
+    probe = (
+        "import hashlib, json, pathlib, interrupt_sidecar as m; d = pathlib.Path(m.__file__).parent; "
+        "h = lambda p: hashlib.sha256(p.read_bytes()).hexdigest(); "
+        "print(json.dumps({str(p.relative_to(d)): h(p) for p in d.rglob('*.py')}))"
+    )
+    result = podman("run", "--rm", "--network", "none", "--entrypoint", "python", image, "-c", probe)
+    theirs = json.loads(result.stdout)
+    differ = sorted(k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k))
+    assert not differ, f"the image's daemon differs from the checkout in {differ[:10]}"

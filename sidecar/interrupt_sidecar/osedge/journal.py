@@ -45,6 +45,7 @@ from interrupt_sidecar.errors import SidecarError
 
 if TYPE_CHECKING:
     import sqlite3
+    from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +160,9 @@ class Journal:
         self._kept: list[tuple[str, tuple[object, ...]]] = []
         #: The last write failed and no write has succeeded since.
         self._failing: str | None = None
+        #: Called (on the event loop's thread, like every write) at each failed write, so a
+        #: watcher can sleep while the journal is healthy instead of polling it.
+        self.on_failure: Callable[[], None] | None = None
 
     def close(self) -> None:
         if self._kept and not self._flush():
@@ -218,6 +222,8 @@ class Journal:
         if self._failing is None:
             log.error("journal %s cannot write: %s; the daemon reports NOT_SERVING until it can", self.path, message)
         self._failing = message
+        if self.on_failure is not None:
+            self.on_failure()
 
     def _recovered(self) -> None:
         log.warning("journal %s writes again, every kept write is in; the daemon reports SERVING", self.path)
