@@ -16,6 +16,9 @@ ARG BASE=python:3.11.7-slim-bookworm
 #            -trimpath), so the image does not depend on where it was built.
 ARG NATIVE=go
 ARG GO_IMAGE=golang:1.26.8-bookworm
+# Where the runtime stage takes the wheels from: the build stage below, or (podman,
+# through scripts/build_image.sh) that stage built first, named by its image ID.
+ARG WHEELS=build
 
 # -- native: the Go binary (only the stage NATIVE names is built) -----------------
 FROM ${GO_IMAGE} AS native-go
@@ -27,10 +30,6 @@ FROM scratch AS native-context
 COPY build/native/interrupt-sidecar /out/interrupt-sidecar
 
 FROM native-${NATIVE} AS native
-
-# Where the runtime stage takes the wheels from: the build stage below, or (podman,
-# through scripts/build_image.sh) that stage built first, named by its image ID.
-ARG WHEELS=build
 
 # -- build: wheels for the daemon, the client and every dependency --------------
 FROM ${BASE} AS build
