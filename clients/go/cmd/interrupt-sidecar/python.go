@@ -16,13 +16,8 @@ import (
 // receives SIGTERM itself and its exit code is the container's; no process stays between.
 
 const (
-	// pythonEnv names the Python interpreter to hand other subcommands to, run as
-	// `$INTERRUPT_SIDECAR_PYTHON -m interrupt_sidecar ARGS` (interrupt_sidecar.settings.PYTHON).
-	pythonEnv = "INTERRUPT_SIDECAR_PYTHON"
 	// pythonScript is the pure-Python command line's console script (pyproject.toml).
 	pythonScript = "interrupt-sidecar-py"
-	// exitNotFound is the shell's "command not found", as `run` returns for a missing CMD.
-	exitNotFound = 127
 )
 
 // pythonCommand is the argv prefix that runs the Python implementation, the first found of:
@@ -88,7 +83,7 @@ func usageOrHelp(name string, args []string, refused error) int {
 	if errors.As(refused, &usage) && usage.help {
 		fmt.Fprintf(os.Stderr, "interrupt-sidecar %s: the help is printed by the Python implementation, which was not found\n", name)
 	} else {
-		fmt.Fprintf(os.Stderr, "interrupt-sidecar %s: error: %v\n", name, refused)
+		fmt.Fprintln(os.Stderr, refused) // argparse's line: "interrupt-sidecar NAME: error: ..."
 	}
 	return exitUsage
 }

@@ -38,8 +38,6 @@ const (
 	settleTimeout = 2 * time.Second
 	// defaultGrace is the clean-up grace when neither --kill-after nor the execution's grace is known.
 	defaultGrace = 500 * time.Millisecond
-	// authTokenEnv is the coordinator credential a daemon's TCP listener requires.
-	authTokenEnv = "INTERRUPT_SIDECAR_AUTH_TOKEN"
 )
 
 // supervisor owns CMD's process: it reaps it (and re-parented orphans) and forwards signals.
@@ -280,7 +278,7 @@ func supervise(options *runOptions, sup *supervisor) int {
 			if takeBack != nil {
 				takeBack()
 			}
-			say("cannot run %s: %s", pyRepr(options.command[0]), strerror(errno))
+			say("cannot run %s: %s", pythonRepr(options.command[0]), strerror(errno))
 			_ = run.Unwound(sidecar.Failed, "cannot execute: "+strerror(errno))
 			return execFailureCode(errno)
 		}
@@ -308,8 +306,8 @@ func supervise(options *runOptions, sup *supervisor) int {
 	sup.cleanUp(grace)
 
 	if cancelled != nil {
-		say("interrupted %s", describe(cancelled))
-		_ = run.Unwound(sidecar.Interrupted, describe(cancelled))
+		say("interrupted %s", cancellation(cancelled))
+		_ = run.Unwound(sidecar.Interrupted, cancellation(cancelled))
 		return exitInterrupted
 	}
 	switch {
@@ -337,7 +335,7 @@ func (s *supervisor) wasForwarded(signal syscall.Signal) bool {
 // notStarted ends a run whose execution tripped before CMD could start: exit 124.
 func notStarted(sup *supervisor, run *sidecar.Run, cancelled *sidecar.CancelledError) int {
 	sup.abort()
-	say("interrupted %s (before the command started)", describe(cancelled))
+	say("interrupted %s (before the command started)", cancellation(cancelled))
 	_ = run.Unwound(sidecar.Interrupted, "cancelled before the command started")
 	return exitInterrupted
 }
@@ -347,8 +345,8 @@ func unreachable(err error) bool {
 	return errors.Is(err, sidecar.ErrUnavailable) || errors.Is(err, sidecar.ErrDeadlineExceeded)
 }
 
-// describe is "REASON: detail", or "REASON" without a detail.
-func describe(cancelled *sidecar.CancelledError) string {
+// cancellation is why the execution was cancelled, as `run` reports it: "REASON: detail", or "REASON" without a detail.
+func cancellation(cancelled *sidecar.CancelledError) string {
 	if cancelled.Detail != "" {
 		return cancelled.Reason.String() + ": " + cancelled.Detail
 	}
