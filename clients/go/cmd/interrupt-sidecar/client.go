@@ -123,16 +123,27 @@ func report(name, address string, err error) int {
 // deadline, no retry, plaintext (a TCP daemon beyond loopback is reached through TLS by
 // the client libraries, not by the command line).
 func withClient(address string, fn func(context.Context, pb.CoordinatorServiceClient) (proto.Message, string, error)) (proto.Message, string, error) {
-	conn, err := grpc.NewClient(grpcTarget(address), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := dialCoordinator(address)
 	if err != nil {
 		return nil, "", status.Error(codes.Unavailable, err.Error())
 	}
 	defer conn.Close()
-	ctx := context.Background()
+	return fn(withCredential(context.Background()), pb.NewCoordinatorServiceClient(conn))
+}
+
+// dialCoordinator is a plaintext connection to the daemon's coordinator service, for the
+// coordinator commands and for `run`'s settling GetExecution alike.
+func dialCoordinator(address string) (*grpc.ClientConn, error) {
+	return grpc.NewClient(grpcTarget(address), grpc.WithTransportCredentials(insecure.NewCredentials()))
+}
+
+// withCredential is ctx carrying the coordinator credential (INTERRUPT_SIDECAR_AUTH_TOKEN)
+// as `authorization: Bearer TOKEN`, when one is set (a TCP listener requires it).
+func withCredential(ctx context.Context) context.Context {
 	if token := strings.TrimSpace(os.Getenv(authTokenEnv)); token != "" {
-		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
+		return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
 	}
-	return fn(ctx, pb.NewCoordinatorServiceClient(conn))
+	return ctx
 }
 
 // grpcTarget is the client library's rule (unix: and scheme:// targets as they are,

@@ -49,7 +49,7 @@ func pythonCommand() ([]string, error) {
 }
 
 // delegateToPython execs the Python implementation with args; it returns only when that
-// cannot be done: 127 with the reason on stderr.
+// cannot be done: the shell's 127 (not found) or 126 (cannot be run), the reason on stderr.
 func delegateToPython(args []string) int {
 	prefix, err := pythonCommand()
 	if err != nil {
@@ -59,10 +59,7 @@ func delegateToPython(args []string) int {
 	argv := append(prefix, args...)
 	err = syscall.Exec(argv[0], argv, os.Environ())
 	fmt.Fprintf(os.Stderr, "interrupt-sidecar: cannot run the Python implementation %s: %v\n", argv[0], err)
-	if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.ENOEXEC) {
-		return 126
-	}
-	return exitNotFound
+	return execFailureCode(errnoOf(err))
 }
 
 func describeArgs(args []string) string {

@@ -8,14 +8,11 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 
 	sidecar "github.com/interrupt-sidecar/interrupt-sidecar/clients/go"
 	pb "github.com/interrupt-sidecar/interrupt-sidecar/clients/go/gen/interrupt/v1"
@@ -360,20 +357,13 @@ func cancellation(cancelled *sidecar.CancelledError) string {
 // trip time settles it; a trip that races CMD's own exit within the reaping delay may be
 // reported either way.
 func trippedBefore(options *runOptions, executionID string, exitedAt time.Time) *sidecar.CancelledError {
-	target := options.address
-	if !strings.Contains(target, "://") && !strings.HasPrefix(target, "unix:") {
-		target = "passthrough:///" + target // HOST:PORT, as the clients dial it (no DNS lookup)
-	}
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := dialCoordinator(options.address)
 	if err != nil {
 		return nil
 	}
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	ctx, cancel := context.WithTimeout(withCredential(context.Background()), settleTimeout)
 	defer cancel()
-	if token := strings.TrimSpace(os.Getenv(authTokenEnv)); token != "" {
-		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
-	}
 	answer, err := pb.NewCoordinatorServiceClient(conn).GetExecution(ctx, &pb.GetExecutionRequest{ExecutionId: executionID})
 	if err != nil {
 		return nil
