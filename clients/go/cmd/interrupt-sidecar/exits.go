@@ -5,7 +5,8 @@ package main
 // Written by hand, not generated: the list is short and changes rarely, and
 // tests/cli/test_exit_codes.py reads this file and fails unless every constant here
 // equals Python's EXIT_* of the same name (exitCannotExecute = EXIT_CANNOT_EXECUTE)
-// and every EXIT_* is here, so the two cannot drift apart silently.
+// and every EXIT_* is here, so the two cannot drift apart silently. (gate.go's
+// exitAborted is not one: it passes only between `run` and its own parked child.)
 const (
 	exitOK            = 0
 	exitInternal      = 1
