@@ -242,8 +242,11 @@ def test_the_two_implementations_agree_on_what_is_native_and_on_their_variables(
     dispatched = set(re.findall(r'"(\w+)"', re.search(r"switch args\[0\] \{(.*?)\n\t\t\}", main_go, re.S)[1]))  # type: ignore[index]
     assert dispatched == entry.NATIVE_COMMANDS
     assert settings.NATIVE.env == entry.NATIVE_ENV
-    python_go = (ROOT / "clients" / "go" / "cmd" / "interrupt-sidecar" / "python.go").read_text()
-    assert f'pythonEnv = "{settings.PYTHON.env}"' in python_go
+    # The binary names its variables once, in settings.go.
+    settings_go = (ROOT / "clients" / "go" / "cmd" / "interrupt-sidecar" / "settings.go").read_text()
+    assert f'pythonEnv = "{settings.PYTHON.env}"' in settings_go
+    assert f'authTokenEnv = "{settings.AUTH_TOKEN.env}"' in settings_go
+    assert f'executionEnv = "{settings.EXECUTION_ENV}"' in settings_go
 
 
 def test_the_installed_console_script_hands_status_to_the_installed_binary(tmp_short: Path) -> None:

@@ -45,7 +45,10 @@ func TestFlagsAsArgparseReadsThem(t *testing.T) {
 }
 
 func TestWhatArgparseRefusesGoesToIt(t *testing.T) {
-	refused(t, "status", "--a")                 // --address or --all
+	// --address or --all, in argparse's words (the same parser as run's: argparse.go).
+	if got := refused(t, "status", "--a").Error(); got != "interrupt-sidecar status: error: ambiguous option: --a could match --address, --all" {
+		t.Errorf("ambiguous: %s", got)
+	}
 	refused(t, "status", "--json=yes")          // a switch takes no value
 	refused(t, "interrupt", "x", "--detail")    // no value
 	refused(t, "interrupt", "--detail", "-x")   // a value that looks like an option

@@ -23,57 +23,38 @@ import (
 // output and exit codes as the Python implementation's (sidecar/interrupt_sidecar/cli.py,
 // which is their specification; tests/cli holds both to the same assertions).
 
-// The exit codes of interrupt_sidecar.exits that these commands return.
-const (
-	exitOK          = 0
-	exitInternal    = 1
-	exitUsage       = 2
-	exitUnreachable = 4
-	exitRefused     = 5
-	exitSIGINT      = 130
-)
-
-// The variables of interrupt_sidecar.settings these commands read or write (the client
-// library reads INTERRUPT_SIDECAR_ADDRESS itself, through ResolveAddress).
-const (
-	authTokenEnv = "INTERRUPT_SIDECAR_AUTH_TOKEN"
-	executionEnv = "INTERRUPT_SIDECAR_EXECUTION"
-)
-
-// The flags every coordinator command takes (cli.py's `common` parent parser).
-var common = []option{{name: "--address", takesValue: true}, {name: "--json"}}
-
-var specs = map[string]commandSpec{
-	"begin": {options: append([]option{
-		{name: "--id", takesValue: true},
-		{name: "--parent", takesValue: true},
-		{name: "--context", takesValue: true},
-		{name: "--grace", takesValue: true},
-		{name: "--budget", takesValue: true},
-		{name: "--lease-ttl", takesValue: true},
-		{name: "--label", takesValue: true},
-		{name: "--session", takesValue: true},
-		{name: "--task", takesValue: true},
-	}, common...)},
-	"interrupt": {positional: optionalPositional, options: append([]option{
-		{name: "--context", takesValue: true},
-		{name: "--session", takesValue: true},
-		{name: "--task", takesValue: true},
-		{name: "--reason", takesValue: true, choices: reasons()},
-		{name: "--detail", takesValue: true},
-	}, common...)},
-	"end": {positional: requiredPositional, options: common},
-	"status": {positional: optionalPositional, options: append([]option{
-		{name: "--context", takesValue: true},
-		{name: "--all"},
-	}, common...)},
+// coordinatorSpec is a coordinator command's grammar: cli.py's `common` parent parser's
+// flags first (argparse adds a parent's before the command's own), then the command's.
+func coordinatorSpec(name string, takes positional, own ...option) commandSpec {
+	common := []option{{name: "--address", takesValue: true}, {name: "--json"}}
+	return commandSpec{
+		parser:     parser{prog: "interrupt-sidecar " + name, options: append(common, own...)},
+		positional: takes,
+	}
 }
 
-// commandError is a refusal before any request is sent (cli.py's ConfigError): exit 2,
-// "interrupt-sidecar NAME: MESSAGE".
-type commandError struct{ message string }
-
-func (e *commandError) Error() string { return e.message }
+var specs = map[string]commandSpec{
+	"begin": coordinatorSpec("begin", noPositional,
+		option{name: "--id", takesValue: true},
+		option{name: "--parent", takesValue: true},
+		option{name: "--context", takesValue: true},
+		option{name: "--grace", takesValue: true},
+		option{name: "--budget", takesValue: true},
+		option{name: "--lease-ttl", takesValue: true},
+		option{name: "--label", takesValue: true},
+		option{name: "--session", takesValue: true},
+		option{name: "--task", takesValue: true},
+	),
+	"interrupt": coordinatorSpec("interrupt", optionalPositional,
+		option{name: "--context", takesValue: true},
+		option{name: "--session", takesValue: true},
+		option{name: "--task", takesValue: true},
+		option{name: "--reason", takesValue: true, choices: reasons()},
+		option{name: "--detail", takesValue: true},
+	),
+	"end":    coordinatorSpec("end", requiredPositional),
+	"status": coordinatorSpec("status", optionalPositional, option{name: "--context", takesValue: true}, option{name: "--all"}),
+}
 
 // clientCommand runs one coordinator command and returns its exit code.
 func clientCommand(name string, args []string) int {
@@ -119,9 +100,9 @@ func clientCommand(name string, args []string) int {
 
 // report prints why a command failed and returns its exit code, in cli.py's words.
 func report(name, address string, err error) int {
-	var refusal *commandError
+	var refusal configError
 	if errors.As(err, &refusal) {
-		fmt.Fprintf(os.Stderr, "interrupt-sidecar %s: %s\n", name, refusal.message)
+		fmt.Fprintf(os.Stderr, "interrupt-sidecar %s: %s\n", name, refusal)
 		return exitUsage
 	}
 	st, ok := status.FromError(err)
@@ -142,16 +123,27 @@ func report(name, address string, err error) int {
 // deadline, no retry, plaintext (a TCP daemon beyond loopback is reached through TLS by
 // the client libraries, not by the command line).
 func withClient(address string, fn func(context.Context, pb.CoordinatorServiceClient) (proto.Message, string, error)) (proto.Message, string, error) {
-	conn, err := grpc.NewClient(grpcTarget(address), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := dialCoordinator(address)
 	if err != nil {
 		return nil, "", status.Error(codes.Unavailable, err.Error())
 	}
 	defer conn.Close()
-	ctx := context.Background()
+	return fn(withCredential(context.Background()), pb.NewCoordinatorServiceClient(conn))
+}
+
+// dialCoordinator is a plaintext connection to the daemon's coordinator service, for the
+// coordinator commands and for `run`'s settling GetExecution alike.
+func dialCoordinator(address string) (*grpc.ClientConn, error) {
+	return grpc.NewClient(grpcTarget(address), grpc.WithTransportCredentials(insecure.NewCredentials()))
+}
+
+// withCredential is ctx carrying the coordinator credential (INTERRUPT_SIDECAR_AUTH_TOKEN)
+// as `authorization: Bearer TOKEN`, when one is set (a TCP listener requires it).
+func withCredential(ctx context.Context) context.Context {
 	if token := strings.TrimSpace(os.Getenv(authTokenEnv)); token != "" {
-		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
+		return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
 	}
-	return fn(ctx, pb.NewCoordinatorServiceClient(conn))
+	return ctx
 }
 
 // grpcTarget is the client library's rule (unix: and scheme:// targets as they are,
@@ -168,7 +160,7 @@ func begin(ctx context.Context, client pb.CoordinatorServiceClient, args parsedA
 	for _, item := range args.values["--label"] {
 		key, value, found := strings.Cut(item, "=")
 		if !found {
-			return nil, "", &commandError{fmt.Sprintf("--label %s: expected KEY=VALUE", pythonRepr(item))}
+			return nil, "", configError(fmt.Sprintf("--label %s: expected KEY=VALUE", pythonRepr(item)))
 		}
 		labels[key] = value
 	}
@@ -188,18 +180,18 @@ func begin(ctx context.Context, client pb.CoordinatorServiceClient, args parsedA
 		if !given {
 			continue
 		}
-		ns, err := parseDuration(text, d.flag)
+		duration, err := parseDuration(text, d.flag)
 		if err != nil {
 			return nil, "", err
 		}
-		*d.into = &durationpb.Duration{Seconds: ns / 1e9, Nanos: int32(ns % 1e9)}
+		*d.into = durationpb.New(duration)
 	}
 	response, err := client.BeginExecution(ctx, request)
 	if err != nil {
 		return nil, "", err
 	}
 	exports := fmt.Sprintf("export %s=%s\nexport %s=%s",
-		executionEnv, shellQuote(response.GetExecutionId()), sidecar.TokenEnv, shellQuote(response.GetAttachToken()))
+		executionEnv, shellQuote(response.GetExecutionId()), tokenEnv, shellQuote(response.GetAttachToken()))
 	return response, exports, nil
 }
 
@@ -226,7 +218,7 @@ func interrupt(ctx context.Context, client pb.CoordinatorServiceClient, args par
 		}
 	}
 	if named != 1 {
-		return nil, "", &commandError{"name one target: an execution id, --context, --session or --task"}
+		return nil, "", configError("name one target: an execution id, --context, --session or --task")
 	}
 	// A session or a task names its own reason (SESSION_RELEASED, TASK_CANCELLED) unless one is given.
 	reason := args.text("--reason")
@@ -268,7 +260,7 @@ func statusOf(ctx context.Context, client pb.CoordinatorServiceClient, args pars
 		if err != nil {
 			return nil, "", err
 		}
-		return response, describe(response.GetExecution()), nil
+		return response, statusLine(response.GetExecution()), nil
 	}
 	response, err := client.ListExecutions(ctx, &pb.ListExecutionsRequest{
 		ContextId:    args.text("--context"),
@@ -279,7 +271,7 @@ func statusOf(ctx context.Context, client pb.CoordinatorServiceClient, args pars
 	}
 	lines := make([]string, 0, len(response.GetExecutions()))
 	for _, e := range response.GetExecutions() {
-		lines = append(lines, describe(e))
+		lines = append(lines, statusLine(e))
 	}
 	if len(lines) == 0 {
 		return response, "no executions", nil
@@ -287,8 +279,8 @@ func statusOf(ctx context.Context, client pb.CoordinatorServiceClient, args pars
 	return response, strings.Join(lines, "\n"), nil
 }
 
-// describe is one execution as `status` prints it.
-func describe(e *pb.Execution) string {
+// statusLine is one execution as `status` prints it (one line, also of the list).
+func statusLine(e *pb.Execution) string {
 	state := "live"
 	if e.GetEnded() {
 		state = "ended"

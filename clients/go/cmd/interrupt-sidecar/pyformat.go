@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -183,36 +182,4 @@ func pythonRepr(s string) string {
 	}
 	b.WriteByte(quote)
 	return b.String()
-}
-
-// durationTerm is one term of settings.parse_duration's grammar: '500ms', '1.5s', '1m30s'.
-var durationTerm = regexp.MustCompile(`^(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)`)
-
-var unitNanoseconds = map[string]float64{
-	"ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9,
-}
-
-// parseDuration is settings.parse_duration: the text (spaces around it ignored) as
-// nanoseconds, each term truncated to a whole nanosecond as int(float(value) * unit).
-func parseDuration(text, name string) (int64, error) {
-	trimmed := strings.TrimSpace(text)
-	var total int64
-	rest := trimmed
-	for rest != "" {
-		term := durationTerm.FindStringSubmatch(rest)
-		if term == nil {
-			break
-		}
-		value, err := strconv.ParseFloat(term[1], 64)
-		ns := value * unitNanoseconds[term[2]]
-		if err != nil || ns > math.MaxInt64 {
-			break
-		}
-		total += int64(ns)
-		rest = rest[len(term[0]):]
-	}
-	if trimmed == "" || rest != "" {
-		return 0, &commandError{fmt.Sprintf("%s: %s is not a duration (examples: 500ms, 2s, 1m30s)", name, pythonRepr(trimmed))}
-	}
-	return total, nil
 }

@@ -81,20 +81,3 @@ func TestPythonJSONIsIndentedLikeJSONDumps(t *testing.T) {
 		t.Errorf("got %q and %q", empty, grace)
 	}
 }
-
-func TestParseDurationIsSettingsParseDuration(t *testing.T) {
-	for in, want := range map[string]int64{"500ms": 5e8, " 1m30s ": 9e10, "1.5s": 15e8, "250us": 25e4, "2µs": 2e3, "1h": 36e11} {
-		if got, err := parseDuration(in, "--grace"); err != nil || got != want {
-			t.Errorf("parseDuration(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "5", "5 s", "-1s", "1sx", "soon"} {
-		if _, err := parseDuration(bad, "--grace"); err == nil {
-			t.Errorf("parseDuration(%q) accepted", bad)
-		}
-	}
-	_, err := parseDuration(" soon ", "--budget")
-	if want := "--budget: 'soon' is not a duration (examples: 500ms, 2s, 1m30s)"; err == nil || err.Error() != want {
-		t.Errorf("error %v, want %s", err, want)
-	}
-}

@@ -16,13 +16,8 @@ import (
 // receives SIGTERM itself and its exit code is the container's; no process stays between.
 
 const (
-	// pythonEnv names the Python interpreter to hand other subcommands to, run as
-	// `$INTERRUPT_SIDECAR_PYTHON -m interrupt_sidecar ARGS` (interrupt_sidecar.settings.PYTHON).
-	pythonEnv = "INTERRUPT_SIDECAR_PYTHON"
 	// pythonScript is the pure-Python command line's console script (pyproject.toml).
 	pythonScript = "interrupt-sidecar-py"
-	// exitNotFound is the shell's "command not found", as `run` returns for a missing CMD.
-	exitNotFound = 127
 )
 
 // pythonCommand is the argv prefix that runs the Python implementation, the first found of:
@@ -54,7 +49,7 @@ func pythonCommand() ([]string, error) {
 }
 
 // delegateToPython execs the Python implementation with args; it returns only when that
-// cannot be done: 127 with the reason on stderr.
+// cannot be done: the shell's 127 (not found) or 126 (cannot be run), the reason on stderr.
 func delegateToPython(args []string) int {
 	prefix, err := pythonCommand()
 	if err != nil {
@@ -64,10 +59,7 @@ func delegateToPython(args []string) int {
 	argv := append(prefix, args...)
 	err = syscall.Exec(argv[0], argv, os.Environ())
 	fmt.Fprintf(os.Stderr, "interrupt-sidecar: cannot run the Python implementation %s: %v\n", argv[0], err)
-	if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.ENOEXEC) {
-		return 126
-	}
-	return exitNotFound
+	return execFailureCode(errnoOf(err))
 }
 
 func describeArgs(args []string) string {
@@ -88,7 +80,7 @@ func usageOrHelp(name string, args []string, refused error) int {
 	if errors.As(refused, &usage) && usage.help {
 		fmt.Fprintf(os.Stderr, "interrupt-sidecar %s: the help is printed by the Python implementation, which was not found\n", name)
 	} else {
-		fmt.Fprintf(os.Stderr, "interrupt-sidecar %s: error: %v\n", name, refused)
+		fmt.Fprintln(os.Stderr, refused) // argparse's line: "interrupt-sidecar NAME: error: ..."
 	}
 	return exitUsage
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,17 +16,6 @@ import (
 // (sidecar/interrupt_sidecar/wrapper/) is the specification, and tests/run holds both to
 // the same assertions. Without a token CMD is exec'd (same pid); with one it runs gated in
 // its own process group until that group is registered with the daemon (supervise.go).
-
-// The exit codes of `run` (sidecar/interrupt_sidecar/exits.py, one table for the CLI).
-const (
-	exitInternal      = 1
-	exitUsage         = 2
-	exitUnreachable   = 4
-	exitRefused       = 5
-	exitInterrupted   = 124
-	exitCannotExecute = 126
-	exitNotFound      = 127
-)
 
 // runOptions is what `run` was asked to do, flags and environment resolved.
 type runOptions struct {
@@ -42,11 +30,6 @@ type runOptions struct {
 	// hasKillAfter: --kill-after was given (its zero is "at once", not "the grace").
 	hasKillAfter bool
 }
-
-// configError is a bad value (Python's ConfigError): one line, exit 2.
-type configError string
-
-func (e configError) Error() string { return string(e) }
 
 // say prints one line of the wrapper's own on stderr, as the Python wrapper does.
 func say(format string, args ...any) {
@@ -131,31 +114,6 @@ func resolveOptions(parsed *runArgs, token string) (*runOptions, error) {
 	return options, nil
 }
 
-var durationPart = regexp.MustCompile(`(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)`)
-
-var durationUnits = map[string]float64{
-	"ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9,
-}
-
-// parseDuration is settings.parse_duration: "500ms", "2s", "1.5s", "1m30s".
-func parseDuration(text, name string) (time.Duration, error) {
-	text = strings.TrimSpace(text)
-	var total time.Duration
-	pos := 0
-	for _, match := range durationPart.FindAllStringSubmatchIndex(text, -1) {
-		if match[0] != pos {
-			break
-		}
-		value, _ := strconv.ParseFloat(text[match[2]:match[3]], 64)
-		total += time.Duration(value * durationUnits[text[match[4]:match[5]]])
-		pos = match[1]
-	}
-	if text == "" || pos != len(text) {
-		return 0, configError(fmt.Sprintf("%s: %s is not a duration (examples: 500ms, 2s, 1m30s)", name, pyRepr(text)))
-	}
-	return total, nil
-}
-
 // parseSignal is command.py's parse_signal: "TERM", "SIGTERM" or "15" → 15.
 func parseSignal(text string) (syscall.Signal, error) {
 	if text != "" && strings.Trim(text, "0123456789") == "" {
@@ -172,5 +130,5 @@ func parseSignal(text string) (syscall.Signal, error) {
 	if number, ok := signalNumbers[name]; ok {
 		return number, nil
 	}
-	return 0, configError(fmt.Sprintf("--signal %s: not a signal name (e.g. TERM, INT, HUP)", pyRepr(text)))
+	return 0, configError(fmt.Sprintf("--signal %s: not a signal name (e.g. TERM, INT, HUP)", pythonRepr(text)))
 }

@@ -131,7 +131,7 @@ func execvp(command []string) syscall.Errno {
 func execCommand(command []string) int {
 	resetSignalsForExec()
 	errno := execvp(command)
-	say("cannot run %s: %s", pyRepr(command[0]), strerror(errno))
+	say("cannot run %s: %s", pythonRepr(command[0]), strerror(errno))
 	return execFailureCode(errno)
 }
 

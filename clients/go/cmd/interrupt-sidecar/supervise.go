@@ -8,14 +8,11 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 
 	sidecar "github.com/interrupt-sidecar/interrupt-sidecar/clients/go"
 	pb "github.com/interrupt-sidecar/interrupt-sidecar/clients/go/gen/interrupt/v1"
@@ -38,8 +35,6 @@ const (
 	settleTimeout = 2 * time.Second
 	// defaultGrace is the clean-up grace when neither --kill-after nor the execution's grace is known.
 	defaultGrace = 500 * time.Millisecond
-	// authTokenEnv is the coordinator credential a daemon's TCP listener requires.
-	authTokenEnv = "INTERRUPT_SIDECAR_AUTH_TOKEN"
 )
 
 // supervisor owns CMD's process: it reaps it (and re-parented orphans) and forwards signals.
@@ -280,7 +275,7 @@ func supervise(options *runOptions, sup *supervisor) int {
 			if takeBack != nil {
 				takeBack()
 			}
-			say("cannot run %s: %s", pyRepr(options.command[0]), strerror(errno))
+			say("cannot run %s: %s", pythonRepr(options.command[0]), strerror(errno))
 			_ = run.Unwound(sidecar.Failed, "cannot execute: "+strerror(errno))
 			return execFailureCode(errno)
 		}
@@ -308,8 +303,8 @@ func supervise(options *runOptions, sup *supervisor) int {
 	sup.cleanUp(grace)
 
 	if cancelled != nil {
-		say("interrupted %s", describe(cancelled))
-		_ = run.Unwound(sidecar.Interrupted, describe(cancelled))
+		say("interrupted %s", cancellation(cancelled))
+		_ = run.Unwound(sidecar.Interrupted, cancellation(cancelled))
 		return exitInterrupted
 	}
 	switch {
@@ -337,7 +332,7 @@ func (s *supervisor) wasForwarded(signal syscall.Signal) bool {
 // notStarted ends a run whose execution tripped before CMD could start: exit 124.
 func notStarted(sup *supervisor, run *sidecar.Run, cancelled *sidecar.CancelledError) int {
 	sup.abort()
-	say("interrupted %s (before the command started)", describe(cancelled))
+	say("interrupted %s (before the command started)", cancellation(cancelled))
 	_ = run.Unwound(sidecar.Interrupted, "cancelled before the command started")
 	return exitInterrupted
 }
@@ -347,8 +342,8 @@ func unreachable(err error) bool {
 	return errors.Is(err, sidecar.ErrUnavailable) || errors.Is(err, sidecar.ErrDeadlineExceeded)
 }
 
-// describe is "REASON: detail", or "REASON" without a detail.
-func describe(cancelled *sidecar.CancelledError) string {
+// cancellation is why the execution was cancelled, as `run` reports it: "REASON: detail", or "REASON" without a detail.
+func cancellation(cancelled *sidecar.CancelledError) string {
 	if cancelled.Detail != "" {
 		return cancelled.Reason.String() + ": " + cancelled.Detail
 	}
@@ -362,20 +357,13 @@ func describe(cancelled *sidecar.CancelledError) string {
 // trip time settles it; a trip that races CMD's own exit within the reaping delay may be
 // reported either way.
 func trippedBefore(options *runOptions, executionID string, exitedAt time.Time) *sidecar.CancelledError {
-	target := options.address
-	if !strings.Contains(target, "://") && !strings.HasPrefix(target, "unix:") {
-		target = "passthrough:///" + target // HOST:PORT, as the clients dial it (no DNS lookup)
-	}
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := dialCoordinator(options.address)
 	if err != nil {
 		return nil
 	}
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	ctx, cancel := context.WithTimeout(withCredential(context.Background()), settleTimeout)
 	defer cancel()
-	if token := strings.TrimSpace(os.Getenv(authTokenEnv)); token != "" {
-		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
-	}
 	answer, err := pb.NewCoordinatorServiceClient(conn).GetExecution(ctx, &pb.GetExecutionRequest{ExecutionId: executionID})
 	if err != nil {
 		return nil
