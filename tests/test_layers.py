@@ -20,9 +20,11 @@ SIDECAR = Path(__file__).resolve().parent.parent / "sidecar" / PACKAGE
 # Each top-level module or subpackage of interrupt_sidecar (a subpackage with all its
 # modules), and its layer.
 LAYER_OF = {
-    # The root exception type and the version: no imports, usable by every layer.
+    # The root exception type, the version, the immutable record type of the value
+    # classes: no imports, usable by every layer.
     "__init__": "base",
     "errors": "base",
+    "record": "base",
     # Pure semantics (signal, coordinator, registry): no gRPC, no OS.
     "domain": "domain",
     # Process groups, /proc, the journal: the OS calls.

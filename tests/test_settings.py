@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from interrupt_sidecar import exits, settings
-from interrupt_sidecar.cli import build_parser
+from interrupt_sidecar.cli import COMMANDS, build_parser
 from interrupt_sidecar.config import ServeConfig, serve_config
 from interrupt_sidecar_client import _config as client_config
 
@@ -77,6 +77,22 @@ def test_the_address_flag_of_every_client_subcommand_is_the_tables(command: str)
         assert options[setting.flag].dest == setting.name
         assert setting.env in str(options[setting.flag].help)
     assert "--token" not in options or command == "run"
+
+
+def _declared(parser: argparse.ArgumentParser) -> list[tuple[Any, ...]]:
+    return [(type(a), a.option_strings, a.dest, a.default, a.const, a.nargs, a.choices) for a in parser._actions]
+
+
+def test_a_subcommand_built_alone_is_the_whole_parsers() -> None:
+    """main() builds only the subcommand its line names (serve's start-up does not pay for
+    the others): that parser must be the whole parser's, flag for flag and line for line."""
+    whole = _subparsers(build_parser())
+    assert list(whole) == list(COMMANDS)
+    for command, parser in whole.items():
+        alone = _subparsers(build_parser(command))
+        assert list(alone) == [command]
+        assert _declared(alone[command]) == _declared(parser), command
+        assert alone[command].format_help() == parser.format_help(), command
 
 
 def test_the_client_librarys_variables_are_the_tables() -> None:

@@ -10,7 +10,7 @@ Layers, arrows pointing down only (``tests/test_layers.py`` places every module)
 * ``metrics``                            — the Prometheus observer of the trip path
 * ``runtime``, ``gc_pacer``              — the asyncio trip path, timers, watch hub
 * ``domain`` | ``osedge``                — pure semantics | process groups (OS calls)
-* ``errors``                             — the root exception type, usable by every layer
+* ``errors``, ``record``                 — the root exception type, the immutable record type; usable by every layer
 """
 
 __version__ = "0.1.0"

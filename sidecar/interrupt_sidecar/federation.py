@@ -49,6 +49,8 @@ _CHANNEL_OPTIONS = (
 
 @dataclass(eq=False)
 class _Following:
+    """An execution whose remote parent is followed, and the task following it."""
+
     execution: Execution
     task: asyncio.Task[None]
 

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import fcntl
 import gc
+import ipaddress
 import logging
 import os
 import resource
@@ -32,7 +33,7 @@ from interrupt_sidecar.osedge.heap import HeapTrimmer
 from interrupt_sidecar.osedge.journal import Journal, JournalError
 from interrupt_sidecar.osedge.process_groups import ProcessGroups
 from interrupt_sidecar.runtime.journal_health import JournalHealth
-from interrupt_sidecar.runtime.observer import NOOP_OBSERVER, TripObserver
+from interrupt_sidecar.runtime.observer import NOOP_OBSERVER, DeferredObserver, TripObserver
 from interrupt_sidecar.runtime.recovery import recover
 from interrupt_sidecar.runtime.trip_path import TripPath
 from interrupt_sidecar.runtime.watch import WatchHub
@@ -52,6 +53,9 @@ SERVICE_NAMES = (
     pb.DESCRIPTOR.services_by_name["CoordinatorService"].full_name,
     pb.DESCRIPTOR.services_by_name["ToolChannelService"].full_name,
 )
+
+#: The metrics port's listen queue (socketserver's default): scrapes are one at a time.
+_METRICS_BACKLOG = 5
 
 # Dead peers must be noticed: gRPC's default server keepalive is two hours.
 #: Garbage-collector thresholds (CPython's defaults: 700, 10, 10). See _tune_garbage_collector.
@@ -86,18 +90,16 @@ class Daemon:
         self.process_groups = ProcessGroups(allowed_uids=frozenset({os.getuid(), *config.allow_uids}))
         self.hub = WatchHub(self.clock)
         # Metrics off means no registry at all (prometheus_client is not even imported:
-        # it is a fifth of the daemon's memory): the trip path then calls a no-op.
+        # it is a fifth of the daemon's memory): the trip path then calls a no-op. Metrics
+        # on, the registry is built right after "ready" (serve_metrics): prometheus_client
+        # and the HTTP stack it imports are a fifth of the start-up too. Until then the
+        # port is bound (a taken port still fails the start) and observations are recorded.
         self.metrics: PrometheusObserver | None = None
+        self._deferred_metrics: DeferredObserver | None = None
+        observer: TripObserver = NOOP_OBSERVER
         if config.metrics_listen is not None:
-            from prometheus_client import CollectorRegistry, disable_created_metrics
-
-            from interrupt_sidecar.metrics import PrometheusObserver
-
-            # Prometheus 2.x stores each counter's _created sample as a series of its
-            # own: it would double the series for nothing a query here uses.
-            disable_created_metrics()  # type: ignore[no-untyped-call]
-            self.metrics = PrometheusObserver(CollectorRegistry())
-        observer: TripObserver = self.metrics if self.metrics is not None else NOOP_OBSERVER
+            self._deferred_metrics = DeferredObserver()
+            observer = self._deferred_metrics
         self.trip_path = TripPath(self.clock, self.process_groups, self.hub, observer)
         self.coordinator = Coordinator(self.trip_path, self.clock, default_grace_ns=config.grace_ns)
         self.remote_parents = RemoteParentFollower(
@@ -110,6 +112,8 @@ class Daemon:
         self._servers: list[grpc.aio.Server] = []
         self._tool_channel = ToolChannelService(self.coordinator, self.trip_path, self.hub, self.process_groups)
         self._metrics_server: MetricsServer | None = None
+        self._metrics_listener: socket.socket | None = None
+        self._serving = False
         self._state_lock: int | None = None
         self._health_server: grpc.aio.Server | None = None
         self._journal_health: asyncio.Task[None] | None = None
@@ -121,7 +125,7 @@ class Daemon:
             self._open_journal(self.config.state_dir)
         # Metrics first: a taken port then fails the start before gRPC serves anything.
         if self.config.metrics_listen is not None:
-            self._start_metrics(self.config.metrics_listen)
+            self._bind_metrics(self.config.metrics_listen)
         # Unix sockets and TCP listeners are served by separate servers over the same
         # services: the socket's file mode guards the first, the coordinator credential
         # (and TLS) the second — grpc cannot tell an interceptor which listener a call used.
@@ -188,6 +192,7 @@ class Daemon:
         status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, status)
+        self._serving = serving
         if self.metrics is not None:
             self.metrics.set_serving(serving)
 
@@ -279,19 +284,55 @@ class Daemon:
             raise StartupError(f"cannot listen on {address.grpc_target()}: {err} (is the port in use?)") from err
         return address.grpc_target(port)
 
-    def _start_metrics(self, address: ListenAddress) -> None:
-        from interrupt_sidecar.metrics.exposition import MetricsServer
+    def _bind_metrics(self, address: ListenAddress) -> None:
+        """Bind and listen on the metrics port; :meth:`serve_metrics` serves it after ready.
 
-        assert self.metrics is not None
+        As socketserver would bind it (SO_REUSEADDR, the address's own family), so
+        scrapes that come before the server thread runs wait in the listen queue.
+        """
+        host = address.host
         try:
-            self._metrics_server = MetricsServer(address.host, address.port, self.metrics.registry)
+            listener = socket.socket(_address_family(host, address.port), socket.SOCK_STREAM)
         except OSError as err:
             raise StartupError(f"cannot serve metrics on {address.grpc_target()}: {err}") from err
+        try:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind((host, address.port))
+            listener.listen(_METRICS_BACKLOG)
+        except OSError as err:
+            listener.close()
+            raise StartupError(f"cannot serve metrics on {address.grpc_target()}: {err}") from err
+        self._metrics_listener = listener
+
+    def serve_metrics(self) -> None:
+        """Build the Prometheus registry, hand it what was observed so far, serve ``/metrics``.
+
+        Called once, after ``ready`` (by :func:`serve`; a no-op without ``--metrics-listen``).
+        """
+        if self._deferred_metrics is None or self._metrics_listener is None:
+            return
+        from prometheus_client import CollectorRegistry, disable_created_metrics
+
+        from interrupt_sidecar.metrics import PrometheusObserver
+        from interrupt_sidecar.metrics.exposition import MetricsServer
+
+        # Prometheus 2.x stores each counter's _created sample as a series of its
+        # own: it would double the series for nothing a query here uses.
+        disable_created_metrics()  # type: ignore[no-untyped-call]
+        self.metrics = PrometheusObserver(CollectorRegistry())
+        self.metrics.set_serving(self._serving)
+        self._deferred_metrics.hand_over(self.metrics)
+        self.trip_path.observer = self.metrics
+        self._metrics_server = MetricsServer(self._metrics_listener, self.metrics.registry)
+        self._metrics_listener = None  # the server owns it now
 
     def _stop_metrics(self) -> None:
         if self._metrics_server is not None:
             self._metrics_server.close()
             self._metrics_server = None
+        if self._metrics_listener is not None:
+            self._metrics_listener.close()
+            self._metrics_listener = None
 
     async def shutdown(self) -> None:
         """Ordered and bounded: stop taking work, trip everything with
@@ -344,6 +385,18 @@ class Daemon:
             for execution in self.coordinator.list()
             for tool in execution.tools.values()
         )
+
+
+def _address_family(host: str, port: int) -> socket.AddressFamily:
+    """The family to bind ``host`` with: an IP literal's own, else the resolver's first answer.
+
+    The resolver's first call in a process loads its modules (~3.5 ms here), on the way to
+    ``ready``, for nothing when the address is a literal (``127.0.0.1``, the chart's ``0.0.0.0``).
+    """
+    try:
+        return socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+    except ValueError:  # a name, or "" (every interface): as socketserver would resolve it
+        return socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
 
 
 def _prepare_unix_socket(path: Path, flag: str = "--listen") -> None:
@@ -403,6 +456,8 @@ async def serve(config: ServeConfig) -> int:
         loop.add_signal_handler(signum, on_signal, signum)
     print(f"ready {' '.join(daemon.addresses)}", flush=True)
     # After "ready": a pod's agent waits for it, and nothing here must precede serving.
+    # Metrics first, so the objects of their import are frozen with the others.
+    daemon.serve_metrics()
     _tune_garbage_collector()
     # Quiet after a burst (streams gone, a second of little allocation): glibc keeps what
     # they freed in its arenas; the trimmer gives it back once RSS grew enough to matter.

@@ -25,7 +25,7 @@ def switches(native_id: int) -> int:
 def test_serves_the_registry_sleeps_between_scrapes_and_closes() -> None:
     registry = CollectorRegistry()
     Counter("footprint_probe", "a probe", registry=registry).inc(3)
-    server = MetricsServer("127.0.0.1", 0, registry)
+    server = MetricsServer(socket.create_server(("127.0.0.1", 0)), registry)
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=5) as answer:
             assert "footprint_probe_total 3.0" in answer.read().decode()

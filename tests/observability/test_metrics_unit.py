@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import subprocess
@@ -11,8 +10,15 @@ import pytest
 from interrupt_sidecar.domain.types import InterruptBehavior, InterruptReason
 from interrupt_sidecar.errors import FailedPrecondition, SidecarError
 from interrupt_sidecar.metrics import LATENCY_BUCKETS, PrometheusObserver
-from interrupt_sidecar.osedge.process_groups import ProcessGroups
-from interrupt_sidecar.runtime.observer import NOOP_OBSERVER, REFUSAL_CAUSES, TripObserver, refusal_cause
+from interrupt_sidecar.osedge.process_groups import GroupIdentity, ProcessGroups
+from interrupt_sidecar.runtime.observer import (
+    NOOP_OBSERVER,
+    OBSERVATIONS,
+    REFUSAL_CAUSES,
+    DeferredObserver,
+    TripObserver,
+    refusal_cause,
+)
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
@@ -201,7 +207,7 @@ def test_a_recycled_group_is_refused_as_identity_changed() -> None:
     try:
         pinned = groups.pin(child.pid)
         # The same pgid with a leader start time it never had: what a recycled PID looks like.
-        recycled = dataclasses.replace(pinned, leader_start=(pinned.leader_start or 0) + 1)
+        recycled = GroupIdentity(pinned.pgid, (pinned.leader_start or 0) + 1, pinned.session)
         with pytest.raises(FailedPrecondition) as caught:
             groups.signal_tree(groups.tree(recycled), signal.SIGTERM)
         assert refusal_cause(caught.value) == "identity_changed"
@@ -214,3 +220,35 @@ def test_the_cause_an_error_names_is_used_and_unknown_ones_are_other() -> None:
     assert refusal_cause(SidecarError("whatever the message says", cause="foreign_uid")) == "foreign_uid"
     assert refusal_cause(SidecarError("a cause no metric knows", cause="made_up")) == "other"
     assert refusal_cause(RuntimeError("unknown")) == "other"
+
+
+def test_observations_before_the_registry_exists_are_counted_once_it_does(registry: CollectorRegistry) -> None:
+    """The daemon builds its registry after "ready": what was observed before (recovery,
+    the first RPCs) is replayed into it in order, and later calls go straight to it."""
+    deferred = DeferredObserver()
+    port: TripObserver = deferred
+    port.execution_begun()
+    port.execution_begun()
+    port.tripped(USER)
+    port.cancel_delivered(USER, COOP, 2_000_000, "exec-1")
+    port.execution_ended()
+    with pytest.raises(AttributeError):
+        deferred.not_an_observation  # noqa: B018 - only the port's methods are recorded
+
+    observer = PrometheusObserver(registry)
+    assert value(registry, f"{P}_trips_total", reason="USER_SIGINT") == 0
+    deferred.hand_over(observer)
+    assert value(registry, f"{P}_active_executions") == 1
+    assert value(registry, f"{P}_trips_total", reason="USER_SIGINT") == 1
+    assert value(registry, f"{P}_cancel_delivery_seconds_count", reason="USER_SIGINT", behavior="COOPERATIVE") == 1
+
+    port.tripped(USER)
+    assert value(registry, f"{P}_trips_total", reason="USER_SIGINT") == 2
+    # Bound on the instance: no recording, no __getattr__ on the trip path from here on.
+    for name in OBSERVATIONS:
+        assert getattr(deferred, name) == getattr(observer, name), name
+
+
+def test_the_deferred_observer_knows_every_method_of_the_port() -> None:
+    protocol = {name for name, member in vars(TripObserver).items() if callable(member) and not name.startswith("_")}
+    assert protocol == OBSERVATIONS

@@ -89,3 +89,40 @@ def test_openmetrics_scrape_carries_execution_ids_as_exemplars(metrics_daemon: t
     assert any("process_group_kill_seconds_bucket" in line for line in exemplar_lines)
     ids = {line.split('execution_id="', 1)[1].split('"', 1)[0] for line in exemplar_lines}
     assert ids & set(counts.execution_ids), "no exemplar names an execution the workload began"
+
+
+def test_what_a_restart_recovers_before_ready_is_in_its_first_scrape() -> None:
+    """The daemon builds its registry only after "ready", but the journal's recovery runs
+    before it: the executions it restores and the trip it replays are counted all the same."""
+    import signal
+
+    import grpc
+    from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
+    from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
+
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="isd-", dir="/tmp") as directory:
+        flags = ("--state-dir", f"{directory}/state", "--metrics-listen", f"127.0.0.1:{port}")
+        first = start_daemon(Path(directory), *flags)
+        try:
+            with grpc.insecure_channel(first.address) as channel:
+                stub = pb_grpc.CoordinatorServiceStub(channel)
+                tripped = stub.BeginExecution(pb.BeginExecutionRequest(), timeout=10)
+                stub.BeginExecution(pb.BeginExecutionRequest(), timeout=10)
+                stub.Interrupt(
+                    pb.InterruptRequest(
+                        execution_id=tripped.execution_id, reason=pb.INTERRUPT_REASON_NOW_PRIORITY_INPUT
+                    ),
+                    timeout=10,
+                )
+        finally:
+            first.stop(signal.SIGKILL)
+        second = start_daemon(Path(directory), *flags)
+        try:
+            text = scrape(port)
+        finally:
+            assert second.stop() == 0, second.stderr
+    p = "interrupt_sidecar"
+    assert sample_value(text, f"{p}_active_executions") == 2
+    assert sample_value(text, f"{p}_trips_total", reason="NOW_PRIORITY_INPUT") == 1
+    assert sample_value(text, f"{p}_serving") == 1

@@ -20,6 +20,7 @@ from interrupt_sidecar.errors import (
     ResourceExhausted,
     Unauthenticated,
 )
+from interrupt_sidecar.record import Record, init_field
 
 TOKEN_PREFIX = "ist1"
 
@@ -40,19 +41,39 @@ class ExecutionSpec:
     remote_parent: RemoteParent | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class InterruptOutcome:
+class InterruptOutcome(Record):
+    """What an interrupt did to one execution it targeted."""
+
+    __slots__ = ("execution_id", "reason", "tripped")
     execution_id: str
     tripped: bool
     reason: InterruptReason
 
+    def __init__(self, execution_id: str, tripped: bool, reason: InterruptReason) -> None:
+        init_field(self, "execution_id", execution_id)
+        init_field(self, "tripped", tripped)
+        init_field(self, "reason", reason)
 
-@dataclass(frozen=True, slots=True)
-class CoordinatorLimits:
-    max_live_executions: int = 100_000
+
+class CoordinatorLimits(Record):
+    """How many executions the coordinator keeps, live and ended."""
+
+    __slots__ = ("ended_retention", "execution", "max_live_executions")
+    max_live_executions: int
     #: Ended executions remembered for GetExecution / ListExecutions.
-    ended_retention: int = 4_096
-    execution: ExecutionLimits = field(default_factory=ExecutionLimits)
+    ended_retention: int
+    execution: ExecutionLimits
+
+    def __init__(
+        self, max_live_executions: int = 100_000, ended_retention: int = 4_096, execution: ExecutionLimits | None = None
+    ) -> None:
+        init_field(self, "max_live_executions", max_live_executions)
+        init_field(self, "ended_retention", ended_retention)
+        init_field(self, "execution", ExecutionLimits() if execution is None else execution)
+
+
+#: The limits of a coordinator built without any.
+DEFAULT_LIMITS = CoordinatorLimits()
 
 
 class Coordinator:
@@ -69,7 +90,7 @@ class Coordinator:
         clock: Clock,
         *,
         default_grace_ns: int,
-        limits: CoordinatorLimits = CoordinatorLimits(),
+        limits: CoordinatorLimits = DEFAULT_LIMITS,
     ) -> None:
         self._effects = effects
         self._clock = clock

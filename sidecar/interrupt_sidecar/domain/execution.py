@@ -11,23 +11,30 @@ from typing import Protocol
 from interrupt_sidecar.domain.signal import CancellationSignal
 from interrupt_sidecar.domain.types import Clock, Instant, InterruptBehavior, InterruptReason, ToolOutcome, Trip
 from interrupt_sidecar.errors import AlreadyExists, FailedPrecondition, ResourceExhausted
+from interrupt_sidecar.record import Record, init_field
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class CallbackSpec:
+class CallbackSpec(Record):
     """A terminator the tool runs itself when told to (``run_terminator``)."""
 
+    __slots__ = ()
 
-@dataclass(frozen=True, slots=True)
-class ProcessGroupSpec:
+
+class ProcessGroupSpec(Record):
     """A terminator the daemon runs itself: signal a process group, SIGKILL later."""
 
+    __slots__ = ("kill_after_ns", "pgid", "signal")
     pgid: int
     signal: int
     #: None means the execution's grace.
     kill_after_ns: int | None
+
+    def __init__(self, pgid: int, signal: int, kill_after_ns: int | None) -> None:
+        init_field(self, "pgid", pgid)
+        init_field(self, "signal", signal)
+        init_field(self, "kill_after_ns", kill_after_ns)
 
 
 TerminatorSpec = CallbackSpec | ProcessGroupSpec
@@ -50,6 +57,8 @@ def ensure_behavior_allows(tool: ToolRun, spec: TerminatorSpec) -> None:
 
 @dataclass(slots=True, eq=False)
 class Terminator:
+    """A way to stop a tool, registered by it: a callback it runs, or a process group."""
+
     tool: ToolRun
     terminator_id: str
     spec: TerminatorSpec
@@ -107,10 +116,16 @@ class RemoteParent:
     tls: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class ExecutionLimits:
-    max_tools: int = 10_000
-    max_terminators_per_tool: int = 1_024
+class ExecutionLimits(Record):
+    """How many tools an execution takes, and terminators a tool."""
+
+    __slots__ = ("max_terminators_per_tool", "max_tools")
+    max_tools: int
+    max_terminators_per_tool: int
+
+    def __init__(self, max_tools: int = 10_000, max_terminators_per_tool: int = 1_024) -> None:
+        init_field(self, "max_tools", max_tools)
+        init_field(self, "max_terminators_per_tool", max_terminators_per_tool)
 
 
 @dataclass(slots=True, eq=False)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import enum
 import time
-from dataclasses import dataclass
 from typing import Protocol
+
+from interrupt_sidecar.record import Record, init_field
 
 
 class InterruptReason(enum.IntEnum):
@@ -52,12 +53,16 @@ class ToolOutcome(enum.IntEnum):
     FAILED = 3
 
 
-@dataclass(frozen=True, slots=True)
-class Instant:
+class Instant(Record):
     """A moment on both clocks: monotonic for durations, wall for people."""
 
+    __slots__ = ("mono_ns", "wall_ns")
     mono_ns: int
     wall_ns: int
+
+    def __init__(self, mono_ns: int, wall_ns: int) -> None:
+        init_field(self, "mono_ns", mono_ns)
+        init_field(self, "wall_ns", wall_ns)
 
     def plus(self, ns: int) -> Instant:
         return Instant(self.mono_ns + ns, self.wall_ns + ns)
@@ -75,10 +80,15 @@ class SystemClock:
         return Instant(time.monotonic_ns(), time.time_ns())
 
 
-@dataclass(frozen=True, slots=True)
-class Trip:
+class Trip(Record):
     """What a signal holds once tripped: the first reason, and when."""
 
+    __slots__ = ("at", "detail", "reason")
     reason: InterruptReason
     detail: str
     at: Instant
+
+    def __init__(self, reason: InterruptReason, detail: str, at: Instant) -> None:
+        init_field(self, "reason", reason)
+        init_field(self, "detail", detail)
+        init_field(self, "at", at)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-from wsgiref.simple_server import WSGIRequestHandler, make_server
+from wsgiref.simple_server import WSGIRequestHandler
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.exposition import ThreadingWSGIServer
@@ -30,15 +30,29 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 class MetricsServer:
-    """Serves ``registry`` at ``/metrics`` on ``host:port`` from a daemon thread."""
+    """Serves ``registry`` at ``/metrics`` from a daemon thread, on ``listener``.
 
-    def __init__(self, host: str, port: int, registry: CollectorRegistry) -> None:
-        family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
+    ``listener`` is a TCP socket already bound and listening (the daemon binds it before
+    ``ready`` and serves it after); the server owns it from here and closes it.
+    """
 
+    def __init__(self, listener: socket.socket, registry: CollectorRegistry) -> None:
         class Server(ThreadingWSGIServer):
-            address_family = family
+            address_family = listener.family
 
-        self._httpd = make_server(host, port, make_wsgi_app(registry), Server, handler_class=_QuietHandler)
+            def server_bind(self) -> None:
+                # HTTPServer/WSGIServer.server_bind without the bind: the socket given
+                # replaces the one socketserver made (closed unused).
+                self.socket.close()
+                self.socket = listener
+                self.server_name, self.server_port = str(self.server_address[0]), int(self.server_address[1])
+                self.setup_environ()
+
+            def server_activate(self) -> None:
+                pass  # already listening
+
+        self._httpd = Server(listener.getsockname()[:2], _QuietHandler)
+        self._httpd.set_app(make_wsgi_app(registry))
         self.port: int = self._httpd.server_address[1]
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": None}, name="metrics", daemon=True

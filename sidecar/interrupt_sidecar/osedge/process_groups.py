@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from interrupt_sidecar.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied, SidecarError
 from interrupt_sidecar.osedge import procfs
+from interrupt_sidecar.record import Record, init_field
 
 _VALID_SIGNALS = frozenset(int(s) for s in signal_module.valid_signals())
 #: At most this many survey → SIGSTOP rounds before signalling (each round stops the escaped
@@ -45,17 +46,22 @@ def _refusal(kind: type[SidecarError], cause: str, message: str) -> SidecarError
     return kind(message, cause=cause)
 
 
-@dataclass(frozen=True, slots=True)
-class GroupIdentity:
+class GroupIdentity(Record):
     """What a process group was at registration.
 
     ``leader_start`` is the leader's start time in clock ticks since boot, or None when the
     leader had already exited and only members kept the group alive.
     """
 
+    __slots__ = ("leader_start", "pgid", "session")
     pgid: int
     leader_start: int | None
     session: int | None
+
+    def __init__(self, pgid: int, leader_start: int | None, session: int | None) -> None:
+        init_field(self, "pgid", pgid)
+        init_field(self, "leader_start", leader_start)
+        init_field(self, "session", session)
 
 
 @dataclass(slots=True)

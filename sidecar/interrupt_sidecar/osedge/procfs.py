@@ -14,8 +14,9 @@ import select
 import signal as signal_module
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
+
+from interrupt_sidecar.record import Record, init_field
 
 PROC = Path("/proc")
 
@@ -23,16 +24,24 @@ PROC = Path("/proc")
 HAVE_PIDFD = hasattr(os, "pidfd_open") and hasattr(signal_module, "pidfd_send_signal")
 
 
-@dataclass(frozen=True, slots=True)
-class ProcStat:
+class ProcStat(Record):
     """One process as ``/proc`` showed it."""
 
+    __slots__ = ("pgrp", "pid", "ppid", "session", "start", "state")
     pid: int
     state: str
     ppid: int
     pgrp: int
     session: int
     start: int
+
+    def __init__(self, pid: int, state: str, ppid: int, pgrp: int, session: int, start: int) -> None:
+        init_field(self, "pid", pid)
+        init_field(self, "state", state)
+        init_field(self, "ppid", ppid)
+        init_field(self, "pgrp", pgrp)
+        init_field(self, "session", session)
+        init_field(self, "start", start)
 
     @property
     def zombie(self) -> bool:

@@ -19,6 +19,7 @@ Rules for every method, because they run on the trip path:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final, Literal, Protocol
 
 from interrupt_sidecar.domain.types import InterruptBehavior, InterruptReason
@@ -201,6 +202,46 @@ class NoopObserver:
 
 
 NOOP_OBSERVER: Final[TripObserver] = NoopObserver()
+
+
+#: The names of :class:`TripObserver`'s methods (``NoopObserver`` implements each one).
+OBSERVATIONS: Final[frozenset[str]] = frozenset(name for name in vars(NoopObserver) if not name.startswith("_"))
+
+
+class DeferredObserver:
+    """Stands in for an observer that does not exist yet, then becomes it.
+
+    The daemon builds its Prometheus registry right after printing ``ready``
+    (``prometheus_client`` and its HTTP stack are a fifth of its start-up), but the
+    recovery before ``ready`` and the first RPCs after it already observe. Until
+    :meth:`hand_over`, each observation is recorded; ``hand_over`` replays them into the
+    real observer, in order, and binds the real observer's methods on this object, so
+    everything that kept a reference to it (the trip path, sessions, the auth
+    interceptor) calls them directly from then on: a method found on the instance, as
+    cheap as on the real object. Loop thread only, like every observer.
+    """
+
+    def __init__(self) -> None:
+        self._recorded: list[tuple[str, tuple[object, ...]]] = []
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        # Reached only for names not bound on the instance: before hand_over.
+        if name not in OBSERVATIONS:
+            raise AttributeError(name)
+        recorded = self._recorded
+
+        def record(*args: object) -> None:
+            recorded.append((name, args))
+
+        return record
+
+    def hand_over(self, observer: TripObserver) -> None:
+        """Replay what was observed into ``observer``, then forward everything to it."""
+        for name, args in self._recorded:
+            getattr(observer, name)(*args)
+        self._recorded.clear()
+        for name in OBSERVATIONS:
+            setattr(self, name, getattr(observer, name))
 
 
 def refusal_cause(err: BaseException) -> RefusalCause:

@@ -99,6 +99,8 @@ class _Deadline:
 
 @dataclass(eq=False)
 class _KillJob:
+    """One signalled process group, followed until every process of its tree is gone."""
+
     execution_id: str
     terminator: Terminator
     identity: GroupIdentity
@@ -121,6 +123,8 @@ class _QueuedKill:
 
 @dataclass
 class _Timers:
+    """An execution's deadlines, and its kills in flight."""
+
     budget: _Deadline | None = None
     lease: _Deadline | None = None
     grace: _Deadline | None = None

@@ -11,19 +11,29 @@ its method reads and writes the v1alpha message classes, whose bytes are v1's. F
 clients that reflect on the reflection service itself (``grpcurl describe
 grpc.reflection.v1.ServerReflection``), the v1 file is added to the pool, derived from
 v1alpha's with the package renamed and v1's file options.
+
+Both are registered when the server is built, but grpcio-reflection's servicer (with
+``descriptor_pb2``) and the v1 file are made on the first reflection call: most daemons
+are never reflected on, and those ~2-3 ms were on the way to ``ready``. Registering
+needs only the request and response classes (``reflection_pb2``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
+from typing import TYPE_CHECKING, Any
 
 import grpc
-from google.protobuf import descriptor_pb2, descriptor_pool
-from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
+from google.protobuf import descriptor_pool
+from grpc_reflection.v1alpha import reflection_pb2
+
+if TYPE_CHECKING:
+    from google.protobuf import descriptor_pb2
 
 __all__ = ["SERVICE_NAMES", "enable_server_reflection"]
 
-V1ALPHA_SERVICE = reflection.SERVICE_NAME
+#: grpcio-reflection's ``reflection.SERVICE_NAME`` (tests/daemon/test_reflection.py lists it on the wire).
+V1ALPHA_SERVICE = "grpc.reflection.v1alpha.ServerReflection"
 V1_PACKAGE = "grpc.reflection.v1"
 V1_SERVICE = f"{V1_PACKAGE}.ServerReflection"
 #: The reflection services this module serves, v1 first (what current clients try first).
@@ -40,6 +50,8 @@ _V1_OPTIONS = {
 
 def v1_file() -> descriptor_pb2.FileDescriptorProto:
     """grpc/reflection/v1/reflection.proto, as v1alpha's file with the package renamed."""
+    from google.protobuf import descriptor_pb2
+
     v1alpha = descriptor_pb2.FileDescriptorProto()
     reflection_pb2.DESCRIPTOR.CopyToProto(v1alpha)
     old = f".{v1alpha.package}."
@@ -67,17 +79,37 @@ def _add_v1_file(pool: descriptor_pool.DescriptorPool) -> None:
         pool.AddSerializedFile(v1_file().SerializeToString())
 
 
+class _Reflection:
+    """Serves ``ServerReflectionInfo`` with grpcio-reflection's servicer, made on first use."""
+
+    def __init__(self, service_names: tuple[str, ...]) -> None:
+        self._service_names = service_names
+        self._servicer: Any = None
+
+    async def ServerReflectionInfo(
+        self,
+        requests: AsyncIterator[reflection_pb2.ServerReflectionRequest],
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> AsyncIterator[reflection_pb2.ServerReflectionResponse]:
+        if self._servicer is None:
+            # On the event loop's thread, so made once: nothing awaits between the check and here.
+            from grpc_reflection.v1alpha import reflection
+
+            _add_v1_file(descriptor_pool.Default())
+            self._servicer = reflection.aio.ReflectionServicer(self._service_names)
+        async for response in self._servicer.ServerReflectionInfo(requests, context):
+            yield response
+
+
 def enable_server_reflection(service_names: Iterable[str], server: grpc.aio.Server) -> None:
     """Serve reflection on ``server`` under v1 and v1alpha, listing ``service_names`` and both
     reflection services."""
-    _add_v1_file(descriptor_pool.Default())
-    servicer = reflection.aio.ReflectionServicer((*service_names, *SERVICE_NAMES))
-    reflection_pb2_grpc.add_ServerReflectionServicer_to_server(servicer, server)
-    v1_info = grpc.stream_stream_rpc_method_handler(
+    servicer = _Reflection((*service_names, *SERVICE_NAMES))
+    info = grpc.stream_stream_rpc_method_handler(
         servicer.ServerReflectionInfo,
         request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
         response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString,
     )
     server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler(V1_SERVICE, {"ServerReflectionInfo": v1_info}),)
+        tuple(grpc.method_handlers_generic_handler(name, {"ServerReflectionInfo": info}) for name in SERVICE_NAMES)
     )

@@ -18,6 +18,8 @@ _OFF = frozenset({"0", "false", "no", "off"})
 
 @dataclass(frozen=True, slots=True)
 class ToolConfig:
+    """Where a tool attaches, and with which token."""
+
     address: str
     token: str
     #: Ask for the cancel doorbell (the daemon only grants it to tools that receive cancels).
