@@ -41,6 +41,7 @@ from interrupt_sidecar.services import reflection
 from interrupt_sidecar.services.auth import CoordinatorAuth
 from interrupt_sidecar.services.coordinator import CoordinatorService
 from interrupt_sidecar.services.doorbell import DoorbellListener
+from interrupt_sidecar.services.health import HealthServicer
 from interrupt_sidecar.services.tool_channel import ToolChannelService
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ class Daemon:
             default_unreachable_ns=config.remote_parent_timeout_ns,
             root_certificates=config.tls_client_ca,
         )
-        self.health = health.aio.HealthServicer()
+        self.health = HealthServicer()
         self.addresses: list[str] = []
         self._servers: list[grpc.aio.Server] = []
         self._tool_channel = ToolChannelService(self.coordinator, self.trip_path, self.hub, self.process_groups)
