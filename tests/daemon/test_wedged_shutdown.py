@@ -21,7 +21,7 @@ from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as p
 
 from tests.conftest import start_daemon
 from tests.daemon.wedged_h2 import WedgedPeer
-from tests.daemon.wire import RawTool
+from tests.daemon.wire import group_owner
 from tests.polling import eventually_async
 
 #: Generous: the shutdown takes about a second here (grpc's stop grace); a hang never ends.
@@ -36,14 +36,7 @@ async def test_sigterm_exits_0_and_kills_groups_with_wedged_peers_on_every_strea
         async with grpc.aio.insecure_channel(daemon.address) as channel:
             stub = pb_grpc.CoordinatorServiceStub(channel)
             begun = await stub.BeginExecution(pb.BeginExecutionRequest())
-            tool = RawTool(channel)
-            await tool.hello(begun.attach_token, pb.INTERRUPT_BEHAVIOR_EXTERNALLY_TERMINATED)
-            await tool.send(
-                register_terminator=pb.RegisterTerminator(
-                    terminator_id="pg", process_group=pb.ProcessGroupTerminator(pgid=child.pid)
-                )
-            )
-            assert (await tool.recv()).HasField("terminator_registered")
+            tool = await group_owner(channel, begun.attach_token, child.pid)
 
             peer = WedgedPeer(str(daemon.socket_path))
             peer.open_stream("/grpc.health.v1.Health/Watch", health_pb2.HealthCheckRequest().SerializeToString())
