@@ -61,7 +61,12 @@ TABLE: tuple[ExitCode, ...] = (
         "the daemon refused the request, and its status and message are printed (for `run`: the attach or the "
         "process group was refused, e.g. a bad token, an ended execution, a group not allowed; CMD was **not** run)",
     ),
-    ExitCode(EXIT_FORCED, "cli", "`serve` was forced down by a second SIGTERM/SIGINT during shutdown"),
+    ExitCode(
+        EXIT_FORCED,
+        "cli",
+        "`serve` was forced down by a second SIGTERM/SIGINT during shutdown, "
+        "or its shutdown ran 5 s past `--shutdown-timeout`",
+    ),
     ExitCode(
         EXIT_INTERRUPTED,
         "run",

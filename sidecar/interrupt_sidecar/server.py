@@ -41,6 +41,7 @@ from interrupt_sidecar.services import reflection
 from interrupt_sidecar.services.auth import CoordinatorAuth
 from interrupt_sidecar.services.coordinator import CoordinatorService
 from interrupt_sidecar.services.doorbell import DoorbellListener
+from interrupt_sidecar.services.health import HealthServicer
 from interrupt_sidecar.services.tool_channel import ToolChannelService
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ class Daemon:
             default_unreachable_ns=config.remote_parent_timeout_ns,
             root_certificates=config.tls_client_ca,
         )
-        self.health = health.aio.HealthServicer()
+        self.health = HealthServicer()
         self.addresses: list[str] = []
         self._servers: list[grpc.aio.Server] = []
         self._tool_channel = ToolChannelService(self.coordinator, self.trip_path, self.hub, self.process_groups)
@@ -464,9 +465,26 @@ async def serve(config: ServeConfig) -> int:
     pacer = GcPacer(loop, (_GC_GEN0, _GC_GEN1, _GC_GEN2), on_quiet=HeapTrimmer().maybe_trim)
     pacer.start()
     await stop.wait()
+    # The sequence bounds every step it knows of; this bounds the ones it does not (a peer's
+    # stream some library awaits without a limit): past it, exit 6 as a second SIGTERM would,
+    # rather than leave Kubernetes to wait out the pod's grace and SIGKILL.
+    limit_s = config.shutdown_timeout_ns / 1e9 + SHUTDOWN_OVERRUN_S
+    watchdog = loop.call_later(limit_s, _shutdown_overran, limit_s)
     await daemon.shutdown()
+    watchdog.cancel()
     pacer.stop()
     return EXIT_OK
+
+
+#: How long the steps after ``--shutdown-timeout``'s budget may take (ending the streams: 1 s;
+#: grpc's stop grace: 1 s; closing the listeners and the journal) before the daemon gives up.
+SHUTDOWN_OVERRUN_S = 5.0
+
+
+def _shutdown_overran(limit_s: float) -> None:
+    log.error("shutdown did not finish within %.1fs: exiting without finishing it", limit_s)
+    logging.shutdown()
+    os._exit(EXIT_FORCED)
 
 
 def _raise_open_file_limit() -> None:

@@ -20,7 +20,7 @@ from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 from tests.conftest import ROOT, DaemonProcess, start_daemon
-from tests.daemon.wire import RawTool, eventually
+from tests.daemon.wire import RawTool, eventually, group_owner
 from tests.requires import require_root
 
 NO_FLAGS: dict[str, None] = {
@@ -205,14 +205,7 @@ async def test_sigterm_trips_everything_with_system_shutdown_kills_groups_and_ex
         async with grpc.aio.insecure_channel(daemon.address) as channel:
             stub = pb_grpc.CoordinatorServiceStub(channel)
             begun = await stub.BeginExecution(pb.BeginExecutionRequest())
-            tool = RawTool(channel)
-            await tool.hello(begun.attach_token, pb.INTERRUPT_BEHAVIOR_EXTERNALLY_TERMINATED)
-            await tool.send(
-                register_terminator=pb.RegisterTerminator(
-                    terminator_id="pg", process_group=pb.ProcessGroupTerminator(pgid=child.pid)
-                )
-            )
-            assert (await tool.recv()).HasField("terminator_registered")
+            tool = await group_owner(channel, begun.attach_token, child.pid)
             daemon.process.send_signal(signal.SIGTERM)
             cancel = (await tool.recv()).cancel
             assert cancel.reason == pb.INTERRUPT_REASON_SYSTEM_SHUTDOWN

@@ -27,7 +27,7 @@ from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
 from tests.conftest import ROOT, DaemonProcess, group_members, start_daemon
-from tests.daemon.wire import RawTool, Watch, eventually
+from tests.daemon.wire import RawTool, Watch, eventually, group_owner
 
 
 @dataclass
@@ -131,15 +131,7 @@ class Daemon:
         await self.stub.Interrupt(pb.InterruptRequest(execution_id=execution_id, reason=reason))  # type: ignore[arg-type]
 
     async def register_group(self, token: str, pgid: int) -> RawTool:
-        tool = RawTool(self.channel)
-        await tool.hello(token, pb.INTERRUPT_BEHAVIOR_EXTERNALLY_TERMINATED)
-        await tool.send(
-            register_terminator=pb.RegisterTerminator(
-                terminator_id="pg", process_group=pb.ProcessGroupTerminator(pgid=pgid)
-            )
-        )
-        assert (await tool.recv()).HasField("terminator_registered")
-        return tool
+        return await group_owner(self.channel, token, pgid)
 
     def hold(self, execution_id: str) -> Watch:
         watch = Watch(self.stub, execution_id)

@@ -112,3 +112,16 @@ class Watch:
 
 async def watch(stub: pb_grpc.CoordinatorServiceAsyncStub, execution_id: str) -> Watch:
     return await Watch(stub, execution_id).started()
+
+
+async def group_owner(channel: grpc.aio.Channel, attach_token: str, pgid: int) -> RawTool:
+    """An externally terminated tool that has registered process group ``pgid`` (confirmed)."""
+    tool = RawTool(channel)
+    await tool.hello(attach_token, pb.INTERRUPT_BEHAVIOR_EXTERNALLY_TERMINATED)
+    await tool.send(
+        register_terminator=pb.RegisterTerminator(
+            terminator_id="pg", process_group=pb.ProcessGroupTerminator(pgid=pgid)
+        )
+    )
+    assert (await tool.recv()).HasField("terminator_registered")
+    return tool

@@ -36,7 +36,7 @@ from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as p
 
 from tests.cli.implementations import native_cli, python_cli
 from tests.conftest import ROOT, DaemonProcess, free_port, group_members, start_daemon
-from tests.daemon.wire import RawTool, eventually
+from tests.daemon.wire import RawTool, eventually, group_owner
 from tests.requires import require_program, require_root
 
 USER_SIGINT = pb.INTERRUPT_REASON_USER_SIGINT
@@ -158,14 +158,7 @@ async def test_an_answered_interrupt_of_nine_tools_is_journaled_and_the_journal_
                 tool = RawTool(channel)
                 await tool.hello(turn.attach_token, pb.INTERRUPT_BEHAVIOR_COOPERATIVE)
                 tools.append(tool)
-            owner = RawTool(channel)
-            await owner.hello(turn.attach_token, pb.INTERRUPT_BEHAVIOR_EXTERNALLY_TERMINATED)
-            await owner.send(
-                register_terminator=pb.RegisterTerminator(
-                    terminator_id="pg", process_group=pb.ProcessGroupTerminator(pgid=leader.pid)
-                )
-            )
-            assert (await owner.recv()).HasField("terminator_registered")
+            tools.append(await group_owner(channel, turn.attach_token, leader.pid))  # kept open
             await stub.Interrupt(pb.InterruptRequest(execution_id=turn.execution_id, reason=USER_SIGINT))
         # Answered: killed at once, the daemon must still know the trip when it comes back.
         daemon.stop(signal.SIGKILL)
