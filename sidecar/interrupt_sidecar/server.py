@@ -29,7 +29,6 @@ from interrupt_sidecar.errors import SidecarError, Unavailable
 from interrupt_sidecar.exits import EXIT_FORCED, EXIT_OK, EXIT_STARTUP
 from interrupt_sidecar.federation import RemoteParentFollower
 from interrupt_sidecar.gc_pacer import GcPacer
-from interrupt_sidecar.osedge.heap import HeapTrimmer
 from interrupt_sidecar.osedge.journal import Journal, JournalError
 from interrupt_sidecar.osedge.process_groups import ProcessGroups
 from interrupt_sidecar.runtime.journal_health import JournalHealth
@@ -38,7 +37,6 @@ from interrupt_sidecar.runtime.recovery import recover
 from interrupt_sidecar.runtime.trip_path import TripPath
 from interrupt_sidecar.runtime.watch import WatchHub
 from interrupt_sidecar.services import reflection
-from interrupt_sidecar.services.auth import CoordinatorAuth
 from interrupt_sidecar.services.coordinator import CoordinatorService
 from interrupt_sidecar.services.doorbell import DoorbellListener
 from interrupt_sidecar.services.tool_channel import ToolChannelService
@@ -46,6 +44,7 @@ from interrupt_sidecar.services.tool_channel import ToolChannelService
 if TYPE_CHECKING:
     from interrupt_sidecar.metrics import PrometheusObserver
     from interrupt_sidecar.metrics.exposition import MetricsServer
+    from interrupt_sidecar.services.auth import CoordinatorAuth
 
 log = logging.getLogger("sidecar")
 
@@ -136,6 +135,9 @@ class Daemon:
         if local:
             servers.append((self._grpc_server(coordinator_service), local))
         if network:
+            # Only a network listener has an interceptor: its module (hmac, hashlib) stays unloaded otherwise.
+            from interrupt_sidecar.services.auth import CoordinatorAuth
+
             auth = CoordinatorAuth(self.config.auth_token, mtls=self.config.mtls, observer=self.trip_path.observer)
             servers.append((self._grpc_server(coordinator_service, auth), network))
         health_server: grpc.aio.Server | None = None
@@ -461,6 +463,9 @@ async def serve(config: ServeConfig) -> int:
     _tune_garbage_collector()
     # Quiet after a burst (streams gone, a second of little allocation): glibc keeps what
     # they freed in its arenas; the trimmer gives it back once RSS grew enough to matter.
+    # Imported here, after "ready": it loads ctypes (~1.3 ms) to reach malloc_trim.
+    from interrupt_sidecar.osedge.heap import HeapTrimmer
+
     pacer = GcPacer(loop, (_GC_GEN0, _GC_GEN1, _GC_GEN2), on_quiet=HeapTrimmer().maybe_trim)
     pacer.start()
     await stop.wait()

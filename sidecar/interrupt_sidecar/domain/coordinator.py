@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import secrets
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -110,6 +107,10 @@ class Coordinator:
 
     def begin(self, spec: ExecutionSpec) -> tuple[Execution, str]:
         """Create an execution with a fresh signal. Returns it and its attach token."""
+        # secrets, hashlib and hmac load here, on the first BeginExecution, not on the way to
+        # "ready" (with random and _hashlib, ~2 ms there): a restart's recovery needs none.
+        import secrets
+
         token_id = secrets.token_hex(8)
         secret = secrets.token_urlsafe(32)
         execution = self._create(spec, token_id, _digest(secret), begun_wall_ns=None)
@@ -144,7 +145,11 @@ class Coordinator:
                     f"the daemon holds {self._limits.max_live_executions} live executions; end finished ones first"
                 )
             # 128 random bits, as uuid4 has (the uuid module would load libuuid at start-up).
-            execution_id = spec.execution_id or f"exec-{secrets.token_hex(16)}"
+            execution_id = spec.execution_id
+            if not execution_id:
+                import secrets  # loaded by the first begin, not at start-up (see begin)
+
+                execution_id = f"exec-{secrets.token_hex(16)}"
             if execution_id in self._live or execution_id in self._ended:
                 raise AlreadyExists(
                     f"execution {execution_id!r} exists already; a new turn needs a new id (or leave it empty)"
@@ -350,6 +355,8 @@ class Coordinator:
             )
         # One answer for an unknown id, a wrong secret and an ended execution: a caller
         # without the right token learns nothing about which executions exist.
+        import hmac
+
         entry = self._tokens.get(parts[1])
         if entry is None or not hmac.compare_digest(entry[0], _digest(parts[2])):
             raise PermissionDenied(
@@ -360,4 +367,6 @@ class Coordinator:
 
 
 def _digest(secret: str) -> bytes:
+    import hashlib
+
     return hashlib.sha256(secret.encode()).digest()
