@@ -359,6 +359,27 @@ def test_a_second_daemon_on_the_same_state_dir_is_refused(state_dir: Path) -> No
         )
         assert proc.returncode == 3, proc.stderr
         assert "in use by another running daemon" in proc.stderr
+        # The journal opens while the sockets are bound: a start it fails takes its socket with it.
+        assert not (other / "s.sock").exists()
+        # Both taken (the first daemon's socket and state dir): the state dir is the error named.
+        both = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "interrupt_sidecar",
+                "serve",
+                "--listen",
+                f"unix://{state_dir / 'sidecar.sock'}",
+                "--state-dir",
+                str(state_dir / "state"),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=30,
+        )
+        assert both.returncode == 3, both.stderr
+        assert "--state-dir" in both.stderr and "in use by another running daemon" in both.stderr, both.stderr
     finally:
         assert first.stop() == 0
 
