@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Generic, Literal, TypeVar
 
 from interrupt_sidecar.errors import InvalidArgument
+from interrupt_sidecar.record import Record, init_field
 
 ENV_PREFIX = "INTERRUPT_SIDECAR_"
 LOOPS = ("auto", "uvloop", "asyncio")
@@ -63,13 +64,18 @@ def parse_duration(text: str, name: str) -> int:
     return total
 
 
-@dataclass(frozen=True, slots=True)
-class ListenAddress:
+class ListenAddress(Record):
     """Where to serve gRPC: a unix socket path, or a TCP host and port."""
 
-    unix_path: Path | None = None
-    host: str = ""
-    port: int = 0
+    __slots__ = ("host", "port", "unix_path")
+    unix_path: Path | None
+    host: str
+    port: int
+
+    def __init__(self, unix_path: Path | None = None, host: str = "", port: int = 0) -> None:
+        init_field(self, "unix_path", unix_path)
+        init_field(self, "host", host)
+        init_field(self, "port", port)
 
     @property
     def is_unix(self) -> bool:

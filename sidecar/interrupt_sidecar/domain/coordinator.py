@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
 
 from interrupt_sidecar.domain.execution import Execution, ExecutionEffects, ExecutionLimits, RemoteParent
 from interrupt_sidecar.domain.types import Clock, Instant, InterruptReason
@@ -22,20 +21,55 @@ from interrupt_sidecar.record import Record, init_field
 TOKEN_PREFIX = "ist1"
 
 
-@dataclass(frozen=True, slots=True)
-class ExecutionSpec:
+class ExecutionSpec(Record):
     """What BeginExecution asks for, already validated for shape."""
 
-    execution_id: str = ""
-    parent_execution_id: str = ""
-    context_id: str = ""
-    grace_ns: int | None = None
-    budget_ns: int | None = None
-    lease_ttl_ns: int | None = None
-    labels: dict[str, str] = field(default_factory=dict)
-    session_id: str = ""
-    task_id: str = ""
-    remote_parent: RemoteParent | None = None
+    __slots__ = (
+        "budget_ns",
+        "context_id",
+        "execution_id",
+        "grace_ns",
+        "labels",
+        "lease_ttl_ns",
+        "parent_execution_id",
+        "remote_parent",
+        "session_id",
+        "task_id",
+    )
+    execution_id: str
+    parent_execution_id: str
+    context_id: str
+    grace_ns: int | None
+    budget_ns: int | None
+    lease_ttl_ns: int | None
+    labels: dict[str, str]
+    session_id: str
+    task_id: str
+    remote_parent: RemoteParent | None
+
+    def __init__(
+        self,
+        execution_id: str = "",
+        parent_execution_id: str = "",
+        context_id: str = "",
+        grace_ns: int | None = None,
+        budget_ns: int | None = None,
+        lease_ttl_ns: int | None = None,
+        labels: dict[str, str] | None = None,
+        session_id: str = "",
+        task_id: str = "",
+        remote_parent: RemoteParent | None = None,
+    ) -> None:
+        init_field(self, "execution_id", execution_id)
+        init_field(self, "parent_execution_id", parent_execution_id)
+        init_field(self, "context_id", context_id)
+        init_field(self, "grace_ns", grace_ns)
+        init_field(self, "budget_ns", budget_ns)
+        init_field(self, "lease_ttl_ns", lease_ttl_ns)
+        init_field(self, "labels", {} if labels is None else labels)  # a dict of its own, as a default_factory
+        init_field(self, "session_id", session_id)
+        init_field(self, "task_id", task_id)
+        init_field(self, "remote_parent", remote_parent)
 
 
 class InterruptOutcome(Record):

@@ -102,18 +102,50 @@ class ExecutionEffects(Protocol):
     def ended(self, execution: Execution) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class RemoteParent:
+class RemoteParent(Record):
     """A parent execution in another daemon: this execution trips when it trips or ends."""
 
+    __slots__ = (
+        "address",
+        "credential",
+        "execution_id",
+        "keep_running_when_unreachable",
+        "tls",
+        "unreachable_after_ns",
+    )
     address: str
     execution_id: str
-    #: Bearer token for that daemon's coordinator role ("" when it needs none). A secret.
-    credential: str = field(default="", repr=False)
+    #: Bearer token for that daemon's coordinator role ("" when it needs none). A secret: never shown.
+    credential: str
     #: Unreachable for longer than this → HOLDER_LOST (None: the daemon's default).
-    unreachable_after_ns: int | None = None
-    keep_running_when_unreachable: bool = False
-    tls: bool = False
+    unreachable_after_ns: int | None
+    keep_running_when_unreachable: bool
+    tls: bool
+
+    def __init__(
+        self,
+        address: str,
+        execution_id: str,
+        credential: str = "",
+        unreachable_after_ns: int | None = None,
+        keep_running_when_unreachable: bool = False,
+        tls: bool = False,
+    ) -> None:
+        init_field(self, "address", address)
+        init_field(self, "execution_id", execution_id)
+        init_field(self, "credential", credential)
+        init_field(self, "unreachable_after_ns", unreachable_after_ns)
+        init_field(self, "keep_running_when_unreachable", keep_running_when_unreachable)
+        init_field(self, "tls", tls)
+
+    def __repr__(self) -> str:
+        # Every field but the credential: a repr ends up in logs and tracebacks.
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__ if name != "credential")
+        return f"RemoteParent({shown})"
+
+    def as_dict(self) -> dict[str, object]:
+        """Every field, the credential included (for the owner-only journal: recovery reads it back)."""
+        return {name: getattr(self, name) for name in self.__slots__}
 
 
 class ExecutionLimits(Record):

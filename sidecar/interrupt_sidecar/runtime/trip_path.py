@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import functools
 import logging
 import os
@@ -257,7 +256,7 @@ class TripPath:
                     "task_id": execution.task_id,
                     # The credential too: the restarted daemon must follow the parent again.
                     # The journal is owner-only (0600 in a 0700 directory), like the token digests.
-                    "remote_parent": dataclasses.asdict(execution.remote_parent) if execution.remote_parent else None,
+                    "remote_parent": execution.remote_parent.as_dict() if execution.remote_parent else None,
                 },
                 execution.token_id,
                 execution.token_digest,
