@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Awaitable
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from interrupt_sidecar.domain.signal import CancellationSignal
@@ -55,18 +54,28 @@ def ensure_behavior_allows(tool: ToolRun, spec: TerminatorSpec) -> None:
         )
 
 
-@dataclass(slots=True, eq=False)
 class Terminator:
     """A way to stop a tool, registered by it: a callback it runs, or a process group."""
 
-    tool: ToolRun
-    terminator_id: str
-    spec: TerminatorSpec
-    #: What the OS edge pinned about the target at registration (process groups).
-    identity: object = None
-    #: When it was registered: a process group registered after the trip gets its
-    #: kill_after (or the grace) from then, one registered before from the trip.
-    registered_at: Instant | None = None
+    # A plain class: a dataclass compiles its methods at import, on the way to "ready".
+    __slots__ = ("identity", "registered_at", "spec", "terminator_id", "tool")
+
+    def __init__(
+        self,
+        tool: ToolRun,
+        terminator_id: str,
+        spec: TerminatorSpec,
+        identity: object = None,
+        registered_at: Instant | None = None,
+    ) -> None:
+        self.tool = tool
+        self.terminator_id = terminator_id
+        self.spec = spec
+        #: What the OS edge pinned about the target at registration (process groups).
+        self.identity = identity
+        #: When it was registered: a process group registered after the trip gets its
+        #: kill_after (or the grace) from then, one registered before from the trip.
+        self.registered_at = registered_at
 
 
 class ToolSink(Protocol):
@@ -160,7 +169,6 @@ class ExecutionLimits(Record):
         init_field(self, "max_terminators_per_tool", max_terminators_per_tool)
 
 
-@dataclass(slots=True, eq=False)
 class ToolRun:
     """One attached tool's run, and its terminator registrar.
 
@@ -168,20 +176,48 @@ class ToolRun:
     or the execution ends; registering after that is a FAILED_PRECONDITION.
     """
 
-    execution: Execution
-    tool_id: str
-    tool_name: str
-    tool_call_id: str
-    behavior: InterruptBehavior
-    pid: int
-    attached_at: Instant
-    unwound_at: Instant | None = None
-    outcome: ToolOutcome = ToolOutcome.UNSPECIFIED
-    detached: bool = False
-    overran: bool = False
-    #: Set by the transport at attach: where cancel and run_terminator go.
-    sink: ToolSink | None = None
-    terminators: dict[str, Terminator] = field(default_factory=dict)
+    # A plain class: a dataclass compiles its methods at import, on the way to "ready".
+    __slots__ = (
+        "attached_at",
+        "behavior",
+        "detached",
+        "execution",
+        "outcome",
+        "overran",
+        "pid",
+        "sink",
+        "terminators",
+        "tool_call_id",
+        "tool_id",
+        "tool_name",
+        "unwound_at",
+    )
+
+    def __init__(
+        self,
+        execution: Execution,
+        tool_id: str,
+        tool_name: str,
+        tool_call_id: str,
+        behavior: InterruptBehavior,
+        pid: int,
+        attached_at: Instant,
+        sink: ToolSink | None = None,
+    ) -> None:
+        self.execution = execution
+        self.tool_id = tool_id
+        self.tool_name = tool_name
+        self.tool_call_id = tool_call_id
+        self.behavior = behavior
+        self.pid = pid
+        self.attached_at = attached_at
+        self.unwound_at: Instant | None = None
+        self.outcome = ToolOutcome.UNSPECIFIED
+        self.detached = False
+        self.overran = False
+        #: Set by the transport at attach: where cancel and run_terminator go.
+        self.sink = sink
+        self.terminators: dict[str, Terminator] = {}
 
     @property
     def closed(self) -> bool:
