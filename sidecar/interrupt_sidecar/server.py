@@ -126,10 +126,14 @@ class Daemon:
         # state directory its file switches to WAL with six fdatasync calls (~4 ms on a quiet
         # disk, tens of ms on a busy one), waits that now overlap that work. It is waited
         # for before anything is served and before recovery, and its error is the one
-        # reported when both fail, as when it was opened first.
-        opening = (
-            _JournalOpening(self._open_journal, self.config.state_dir) if self.config.state_dir is not None else None
-        )
+        # reported when both fail, as when it was opened first. The directory and its lock
+        # are taken here, before the thread: _bind and the doorbell narrow the process-wide
+        # umask for a moment, and a directory made then would lack its owner's x bit
+        # (sqlite sets its own files' modes whatever the umask).
+        opening: _JournalOpening | None = None
+        if self.config.state_dir is not None:
+            self._lock_state_dir(self.config.state_dir)
+            opening = _JournalOpening(self._open_journal, self.config.state_dir)
         # Unix sockets and TCP listeners are served by separate servers over the same
         # services: the socket's file mode guards the first, the coordinator credential
         # (and TLS) the second — grpc cannot tell an interceptor which listener a call used.
@@ -260,8 +264,8 @@ class Daemon:
             self._tool_channel.doorbell.close()
             self._tool_channel.doorbell = None
 
-    def _open_journal(self, state_dir: Path) -> None:
-        """Create the state dir (owner-only), take its lock, open the journal."""
+    def _lock_state_dir(self, state_dir: Path) -> None:
+        """Create the state dir (owner-only) and take its lock."""
         try:
             state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
             lock = os.open(state_dir / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -275,11 +279,13 @@ class Daemon:
                 f"--state-dir {state_dir} is in use by another running daemon; give each daemon its own"
             ) from None
         self._state_lock = lock
+
+    def _open_journal(self, state_dir: Path) -> None:
+        """Open the journal in the locked state dir (on a thread of its own: see :meth:`start`)."""
         try:
             self.trip_path.journal = Journal(state_dir / "journal.sqlite3")
         except JournalError as err:
-            self._close_journal()
-            raise StartupError(str(err)) from err
+            raise StartupError(str(err)) from err  # start() releases the lock, on its own thread
 
     def _close_journal(self) -> None:
         if self.trip_path.journal is not None:

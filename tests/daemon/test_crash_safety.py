@@ -355,14 +355,23 @@ def test_a_second_daemon_on_the_same_state_dir_is_refused(state_dir: Path) -> No
         proc = _serve_once(other / "s.sock", state_dir / "state")
         assert proc.returncode == 3, proc.stderr
         assert "in use by another running daemon" in proc.stderr
-        # The journal opens while the sockets are bound: a start it fails takes its socket with it.
-        assert not (other / "s.sock").exists()
         # Both taken (the first daemon's socket and state dir): the state dir is the error named.
         both = _serve_once(state_dir / "sidecar.sock", state_dir / "state")
         assert both.returncode == 3, both.stderr
         assert "--state-dir" in both.stderr and "in use by another running daemon" in both.stderr, both.stderr
     finally:
         assert first.stop() == 0
+
+
+def test_a_journal_that_cannot_open_fails_the_start_and_leaves_no_socket(tmp_short: Path) -> None:
+    # The journal opens on a thread while the sockets are bound: a start it fails must
+    # take the sockets it bound with it, and report the journal.
+    state = tmp_short / "state"
+    (state / "journal.sqlite3").mkdir(parents=True)  # a directory where the file goes
+    proc = _serve_once(tmp_short / "s.sock", state)
+    assert proc.returncode == 3, proc.stderr
+    assert "journal" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not (tmp_short / "s.sock").exists()
 
 
 # -- shutdown ------------------------------------------------------------------------
