@@ -55,6 +55,9 @@ SERVICE_NAMES = (
     pb.DESCRIPTOR.services_by_name["ToolChannelService"].full_name,
 )
 
+#: The journal's file in the state directory.
+_JOURNAL_FILE = "journal.sqlite3"
+
 #: The metrics port's listen queue (socketserver's default): scrapes are one at a time.
 _METRICS_BACKLOG = 5
 
@@ -129,7 +132,7 @@ class Daemon:
         # reported when both fail, as when it was opened first. The directory and its lock
         # are taken here, before the thread: _bind and the doorbell narrow the process-wide
         # umask for a moment, and a directory made then would lack its owner's x bit
-        # (sqlite sets its own files' modes whatever the umask).
+        # (the journal's file is made there too, with its mode).
         opening: _JournalOpening | None = None
         if self.config.state_dir is not None:
             self._lock_state_dir(self.config.state_dir)
@@ -279,11 +282,18 @@ class Daemon:
                 f"--state-dir {state_dir} is in use by another running daemon; give each daemon its own"
             ) from None
         self._state_lock = lock
+        try:
+            # Owner-only (token digests, remote parents' credentials), and made here so its
+            # mode is not the moment's umask's (see start); sqlite's -wal and -shm copy it.
+            os.close(os.open(state_dir / _JOURNAL_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        except OSError as err:
+            self._close_journal()
+            raise StartupError(f"cannot use --state-dir {state_dir}: {err}") from err
 
     def _open_journal(self, state_dir: Path) -> None:
         """Open the journal in the locked state dir (on a thread of its own: see :meth:`start`)."""
         try:
-            self.trip_path.journal = Journal(state_dir / "journal.sqlite3")
+            self.trip_path.journal = Journal(state_dir / _JOURNAL_FILE)
         except JournalError as err:
             raise StartupError(str(err)) from err  # start() releases the lock, on its own thread
 

@@ -367,7 +367,8 @@ def test_a_journal_that_cannot_open_fails_the_start_and_leaves_no_socket(tmp_sho
     # The journal opens on a thread while the sockets are bound: a start it fails must
     # take the sockets it bound with it, and report the journal.
     state = tmp_short / "state"
-    (state / "journal.sqlite3").mkdir(parents=True)  # a directory where the file goes
+    state.mkdir(mode=0o700)
+    (state / "journal.sqlite3").write_bytes(b"not a database" * 100)
     proc = _serve_once(tmp_short / "s.sock", state)
     assert proc.returncode == 3, proc.stderr
     assert "journal" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
