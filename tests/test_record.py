@@ -73,3 +73,25 @@ def test_every_record_declares_each_field_once_in_slots_annotations_and_init() -
         for name in slots:
             value = getattr(built, name)  # raises if __init__ forgot it
             assert value is sentinels[name] or value == [], f"{cls.__qualname__}.{name} is not the value given"
+
+
+def test_secrets_are_never_shown() -> None:
+    # As the dataclasses' repr=False fields were: a repr ends up in logs and tracebacks.
+    from interrupt_sidecar.config import ServeConfig
+    from interrupt_sidecar.domain.execution import RemoteParent
+
+    parent = RemoteParent("dns:///parent:50051", "exec-1", credential="s3cret-bearer")
+    assert "s3cret" not in repr(parent) and "exec-1" in repr(parent)
+    assert parent.as_dict()["credential"] == "s3cret-bearer"  # the journal keeps it (owner-only)
+    config = ServeConfig(
+        listen=(),
+        metrics_listen=None,
+        state_dir=None,
+        grace_ns=1,
+        loop="auto",
+        auth_token="s3cret-token",
+        tls_cert=b"s3cret-cert",
+        tls_key=b"s3cret-key",
+        tls_client_ca=b"s3cret-ca",
+    )
+    assert "s3cret" not in repr(config) and "grace_ns=1" in repr(config)

@@ -8,11 +8,11 @@ Each setting (its flag, variable, default, parser and help) is defined once, in
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from interrupt_sidecar import settings
+from interrupt_sidecar.record import Record, init_field
 from interrupt_sidecar.settings import (
     ENV_PREFIX,
     LOOPS,
@@ -62,35 +62,104 @@ def _default_ns(setting: settings.Setting[int]) -> int:
     return ns
 
 
-@dataclass(frozen=True, slots=True)
-class ServeConfig:
+#: The defaults of the durations and the log level, from the settings table (its text is the one source).
+_SHUTDOWN_TIMEOUT_NS = _default_ns(settings.SHUTDOWN_TIMEOUT)
+_HOLDER_GRACE_NS = _default_ns(settings.HOLDER_GRACE)
+_REMOTE_PARENT_TIMEOUT_NS = _default_ns(settings.REMOTE_PARENT_TIMEOUT)
+_LOG_LEVEL = settings.LOG_LEVEL.default or ""
+#: Secrets: never shown in a repr (logs, tracebacks).
+_HIDDEN = frozenset({"auth_token", "tls_cert", "tls_key", "tls_client_ca"})
+
+
+class ServeConfig(Record):
     """Everything ``interrupt-sidecar serve`` runs with. Frozen: read once at start."""
 
+    __slots__ = (
+        "allow_insecure_tcp",
+        "allow_uids",
+        "auth_token",
+        "doorbell",
+        "grace_ns",
+        "health_listen",
+        "holder_grace_ns",
+        "listen",
+        "log_level",
+        "loop",
+        "metrics_listen",
+        "remote_parent_timeout_ns",
+        "shutdown_timeout_ns",
+        "state_dir",
+        "tls_cert",
+        "tls_client_ca",
+        "tls_key",
+    )
     listen: tuple[ListenAddress, ...]
     metrics_listen: ListenAddress | None
     state_dir: Path | None
     grace_ns: int
     loop: LoopName
-    allow_insecure_tcp: bool = False
-    shutdown_timeout_ns: int = _default_ns(settings.SHUTDOWN_TIMEOUT)
-    log_level: str = settings.LOG_LEVEL.default or ""
+    allow_insecure_tcp: bool
+    shutdown_timeout_ns: int
+    log_level: str
     #: Extra uids whose process groups tools may hand over (the daemon's own uid always may).
-    allow_uids: frozenset[int] = frozenset()
+    allow_uids: frozenset[int]
     #: After a restart, how long a held execution without a lease waits for its holder.
-    holder_grace_ns: int = _default_ns(settings.HOLDER_GRACE)
+    holder_grace_ns: int
     #: A TCP address serving only grpc.health.v1 (Kubernetes' grpc probes), on any host.
-    health_listen: ListenAddress | None = None
+    health_listen: ListenAddress | None
     #: The coordinator role's bearer token, required on TCP listeners (``--auth-token-file``).
-    auth_token: str | None = field(default=None, repr=False)
+    auth_token: str | None
     #: TLS for TCP listeners: certificate chain and key (PEM bytes), and the CA whose client
     #: certificates are required (mTLS) — a verified client certificate grants the coordinator role.
-    tls_cert: bytes | None = field(default=None, repr=False)
-    tls_key: bytes | None = field(default=None, repr=False)
-    tls_client_ca: bytes | None = field(default=None, repr=False)
+    tls_cert: bytes | None
+    tls_key: bytes | None
+    tls_client_ca: bytes | None
     #: How long a remote parent's daemon may stay unreachable before its children trip.
-    remote_parent_timeout_ns: int = _default_ns(settings.REMOTE_PARENT_TIMEOUT)
+    remote_parent_timeout_ns: int
     #: The cancel doorbell's unix socket (``--doorbell``), or None for none.
-    doorbell: Path | None = None
+    doorbell: Path | None
+
+    def __init__(
+        self,
+        listen: tuple[ListenAddress, ...],
+        metrics_listen: ListenAddress | None,
+        state_dir: Path | None,
+        grace_ns: int,
+        loop: LoopName,
+        allow_insecure_tcp: bool = False,
+        shutdown_timeout_ns: int = _SHUTDOWN_TIMEOUT_NS,
+        log_level: str = _LOG_LEVEL,
+        allow_uids: frozenset[int] = frozenset(),
+        holder_grace_ns: int = _HOLDER_GRACE_NS,
+        health_listen: ListenAddress | None = None,
+        auth_token: str | None = None,
+        tls_cert: bytes | None = None,
+        tls_key: bytes | None = None,
+        tls_client_ca: bytes | None = None,
+        remote_parent_timeout_ns: int = _REMOTE_PARENT_TIMEOUT_NS,
+        doorbell: Path | None = None,
+    ) -> None:
+        init_field(self, "listen", listen)
+        init_field(self, "metrics_listen", metrics_listen)
+        init_field(self, "state_dir", state_dir)
+        init_field(self, "grace_ns", grace_ns)
+        init_field(self, "loop", loop)
+        init_field(self, "allow_insecure_tcp", allow_insecure_tcp)
+        init_field(self, "shutdown_timeout_ns", shutdown_timeout_ns)
+        init_field(self, "log_level", log_level)
+        init_field(self, "allow_uids", allow_uids)
+        init_field(self, "holder_grace_ns", holder_grace_ns)
+        init_field(self, "health_listen", health_listen)
+        init_field(self, "auth_token", auth_token)
+        init_field(self, "tls_cert", tls_cert)
+        init_field(self, "tls_key", tls_key)
+        init_field(self, "tls_client_ca", tls_client_ca)
+        init_field(self, "remote_parent_timeout_ns", remote_parent_timeout_ns)
+        init_field(self, "doorbell", doorbell)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__ if name not in _HIDDEN)
+        return f"ServeConfig({shown})"
 
     @property
     def mtls(self) -> bool:

@@ -17,8 +17,9 @@ codes would take nine more values away from the command.
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass
 from typing import Literal
+
+from interrupt_sidecar.record import Record, init_field
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -37,14 +38,19 @@ EXIT_SIGINT = 130
 Who = Literal["cli", "run", "both"]
 
 
-@dataclass(frozen=True, slots=True)
-class ExitCode:
+class ExitCode(Record):
     """One row of the exit-code tables."""
 
+    __slots__ = ("code", "meaning", "who")
     code: int
     who: Who
     #: For people (Markdown: the docs render it as is, ``--help`` without backquotes).
     meaning: str
+
+    def __init__(self, code: int, who: Who, meaning: str) -> None:
+        init_field(self, "code", code)
+        init_field(self, "who", who)
+        init_field(self, "meaning", meaning)
 
 
 TABLE: tuple[ExitCode, ...] = (

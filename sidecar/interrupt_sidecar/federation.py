@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
 
 import grpc
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
@@ -47,12 +46,15 @@ _CHANNEL_OPTIONS = (
 )
 
 
-@dataclass(eq=False)
 class _Following:
     """An execution whose remote parent is followed, and the task following it."""
 
-    execution: Execution
-    task: asyncio.Task[None]
+    # A plain class: a dataclass compiles its methods at import, on the way to "ready".
+    __slots__ = ("execution", "task")
+
+    def __init__(self, execution: Execution, task: asyncio.Task[None]) -> None:
+        self.execution = execution
+        self.task = task
 
 
 class RemoteParentFollower:

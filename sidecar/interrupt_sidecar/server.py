@@ -14,6 +14,8 @@ import signal
 import socket
 import stat
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,7 +31,6 @@ from interrupt_sidecar.errors import SidecarError, Unavailable
 from interrupt_sidecar.exits import EXIT_FORCED, EXIT_OK, EXIT_STARTUP
 from interrupt_sidecar.federation import RemoteParentFollower
 from interrupt_sidecar.gc_pacer import GcPacer
-from interrupt_sidecar.osedge.heap import HeapTrimmer
 from interrupt_sidecar.osedge.journal import Journal, JournalError
 from interrupt_sidecar.osedge.process_groups import ProcessGroups
 from interrupt_sidecar.runtime.journal_health import JournalHealth
@@ -38,7 +39,6 @@ from interrupt_sidecar.runtime.recovery import recover
 from interrupt_sidecar.runtime.trip_path import TripPath
 from interrupt_sidecar.runtime.watch import WatchHub
 from interrupt_sidecar.services import reflection
-from interrupt_sidecar.services.auth import CoordinatorAuth
 from interrupt_sidecar.services.coordinator import CoordinatorService
 from interrupt_sidecar.services.doorbell import DoorbellListener
 from interrupt_sidecar.services.health import HealthServicer
@@ -47,6 +47,7 @@ from interrupt_sidecar.services.tool_channel import ToolChannelService
 if TYPE_CHECKING:
     from interrupt_sidecar.metrics import PrometheusObserver
     from interrupt_sidecar.metrics.exposition import MetricsServer
+    from interrupt_sidecar.services.auth import CoordinatorAuth
 
 log = logging.getLogger("sidecar")
 
@@ -54,6 +55,9 @@ SERVICE_NAMES = (
     pb.DESCRIPTOR.services_by_name["CoordinatorService"].full_name,
     pb.DESCRIPTOR.services_by_name["ToolChannelService"].full_name,
 )
+
+#: The journal's file in the state directory.
+_JOURNAL_FILE = "journal.sqlite3"
 
 #: The metrics port's listen queue (socketserver's default): scrapes are one at a time.
 _METRICS_BACKLOG = 5
@@ -122,11 +126,18 @@ class Daemon:
     async def start(self) -> None:
         """Bind every listener and start serving. Raises StartupError, having
         released whatever it had bound."""
+        # The journal opens on a thread while the listeners are built and bound: on a fresh
+        # state directory its file switches to WAL with six fdatasync calls (~4 ms on a quiet
+        # disk, tens of ms on a busy one), waits that now overlap that work. It is waited
+        # for before anything is served and before recovery, and its error is the one
+        # reported when both fail, as when it was opened first. The directory and its lock
+        # are taken here, before the thread: _bind and the doorbell narrow the process-wide
+        # umask for a moment, and a directory made then would lack its owner's x bit
+        # (the journal's file is made there too, with its mode).
+        opening: _JournalOpening | None = None
         if self.config.state_dir is not None:
-            self._open_journal(self.config.state_dir)
-        # Metrics first: a taken port then fails the start before gRPC serves anything.
-        if self.config.metrics_listen is not None:
-            self._bind_metrics(self.config.metrics_listen)
+            self._lock_state_dir(self.config.state_dir)
+            opening = _JournalOpening(self._open_journal, self.config.state_dir)
         # Unix sockets and TCP listeners are served by separate servers over the same
         # services: the socket's file mode guards the first, the coordinator credential
         # (and TLS) the second — grpc cannot tell an interceptor which listener a call used.
@@ -137,10 +148,16 @@ class Daemon:
         if local:
             servers.append((self._grpc_server(coordinator_service), local))
         if network:
+            # Only a network listener has an interceptor: its module (hmac, hashlib) stays unloaded otherwise.
+            from interrupt_sidecar.services.auth import CoordinatorAuth
+
             auth = CoordinatorAuth(self.config.auth_token, mtls=self.config.mtls, observer=self.trip_path.observer)
             servers.append((self._grpc_server(coordinator_service, auth), network))
         health_server: grpc.aio.Server | None = None
         try:
+            # Metrics first: a taken port then fails the start before gRPC serves anything.
+            if self.config.metrics_listen is not None:
+                self._bind_metrics(self.config.metrics_listen)
             for server, addresses in servers:
                 for address in addresses:
                     self.addresses.append(self._bind(server, address))
@@ -154,7 +171,15 @@ class Daemon:
             # After the gRPC binds: a live daemon on the same socket is reported as such.
             if self.config.doorbell is not None:
                 self._start_doorbell(self.config.doorbell)
-        except StartupError:
+            if opening is not None:
+                opening.wait()
+        except StartupError as err:
+            failure = err
+            if opening is not None:
+                try:
+                    opening.wait()  # before closing what it opened
+                except StartupError as journal_error:
+                    failure = journal_error
             self._stop_doorbell()
             self._stop_metrics()
             self._close_journal()
@@ -162,6 +187,21 @@ class Daemon:
                 await server.stop(None)
             if health_server is not None:
                 await health_server.stop(None)
+            # The sockets this start bound (each checked to be free first) go with it: a
+            # journal that failed after the binds leaves no socket file behind.
+            for address in self.config.listen:
+                if address.unix_path is not None and address.grpc_target() in self.addresses:
+                    with contextlib.suppress(FileNotFoundError):
+                        address.unix_path.unlink()
+            self.addresses.clear()
+            if failure is not err:
+                raise failure from None
+            raise
+        except BaseException:
+            if opening is not None:
+                with contextlib.suppress(BaseException):
+                    opening.wait()
+                self._close_journal()
             raise
         if self.trip_path.journal is not None:
             # After the binds (no other daemon answers here) and under the state-dir lock
@@ -228,8 +268,8 @@ class Daemon:
             self._tool_channel.doorbell.close()
             self._tool_channel.doorbell = None
 
-    def _open_journal(self, state_dir: Path) -> None:
-        """Create the state dir (owner-only), take its lock, open the journal."""
+    def _lock_state_dir(self, state_dir: Path) -> None:
+        """Create the state dir (owner-only) and take its lock."""
         try:
             state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
             lock = os.open(state_dir / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -244,10 +284,19 @@ class Daemon:
             ) from None
         self._state_lock = lock
         try:
-            self.trip_path.journal = Journal(state_dir / "journal.sqlite3")
-        except JournalError as err:
+            # Owner-only (token digests, remote parents' credentials), and made here so its
+            # mode is not the moment's umask's (see start); sqlite's -wal and -shm copy it.
+            os.close(os.open(state_dir / _JOURNAL_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        except OSError as err:
             self._close_journal()
-            raise StartupError(str(err)) from err
+            raise StartupError(f"cannot use --state-dir {state_dir}: {err}") from err
+
+    def _open_journal(self, state_dir: Path) -> None:
+        """Open the journal in the locked state dir (on a thread of its own: see :meth:`start`)."""
+        try:
+            self.trip_path.journal = Journal(state_dir / _JOURNAL_FILE)
+        except JournalError as err:
+            raise StartupError(str(err)) from err  # start() releases the lock, on its own thread
 
     def _close_journal(self) -> None:
         if self.trip_path.journal is not None:
@@ -388,6 +437,30 @@ class Daemon:
         )
 
 
+class _JournalOpening:
+    """``open_journal(state_dir)`` run on a thread of its own (see :meth:`Daemon.start`)."""
+
+    def __init__(self, open_journal: Callable[[Path], None], state_dir: Path) -> None:
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._run, args=(open_journal, state_dir), name="journal-open", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, open_journal: Callable[[Path], None], state_dir: Path) -> None:
+        try:
+            open_journal(state_dir)
+        except BaseException as err:  # handed to the thread that waits
+            self._error = err
+
+    def wait(self) -> None:
+        """Wait until it is done; raise what opening raised (once: a second call returns)."""
+        self._thread.join()
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+
 def _address_family(host: str, port: int) -> socket.AddressFamily:
     """The family to bind ``host`` with: an IP literal's own, else the resolver's first answer.
 
@@ -462,6 +535,9 @@ async def serve(config: ServeConfig) -> int:
     _tune_garbage_collector()
     # Quiet after a burst (streams gone, a second of little allocation): glibc keeps what
     # they freed in its arenas; the trimmer gives it back once RSS grew enough to matter.
+    # Imported here, after "ready": it loads ctypes (~1.3 ms) to reach malloc_trim.
+    from interrupt_sidecar.osedge.heap import HeapTrimmer
+
     pacer = GcPacer(loop, (_GC_GEN0, _GC_GEN1, _GC_GEN2), on_quiet=HeapTrimmer().maybe_trim)
     pacer.start()
     await stop.wait()

@@ -21,11 +21,11 @@ import argparse
 import ipaddress
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Literal, TypeVar
 
 from interrupt_sidecar.errors import InvalidArgument
+from interrupt_sidecar.record import Record, init_field
 
 ENV_PREFIX = "INTERRUPT_SIDECAR_"
 LOOPS = ("auto", "uvloop", "asyncio")
@@ -63,13 +63,18 @@ def parse_duration(text: str, name: str) -> int:
     return total
 
 
-@dataclass(frozen=True, slots=True)
-class ListenAddress:
+class ListenAddress(Record):
     """Where to serve gRPC: a unix socket path, or a TCP host and port."""
 
-    unix_path: Path | None = None
-    host: str = ""
-    port: int = 0
+    __slots__ = ("host", "port", "unix_path")
+    unix_path: Path | None
+    host: str
+    port: int
+
+    def __init__(self, unix_path: Path | None = None, host: str = "", port: int = 0) -> None:
+        init_field(self, "unix_path", unix_path)
+        init_field(self, "host", host)
+        init_field(self, "port", port)
 
     @property
     def is_unix(self) -> bool:
@@ -197,10 +202,10 @@ Kind = Literal["value", "list", "switch"]
 Scope = Literal["serve", "client", "command"]
 
 
-@dataclass(frozen=True, slots=True)
-class Setting(Generic[T]):
+class Setting(Record, Generic[T]):
     """One setting: its flag is ``--<name with dashes>``, its variable ``INTERRUPT_SIDECAR_<NAME>``."""
 
+    __slots__ = ("choices", "default", "default_doc", "has_flag", "help", "kind", "metavar", "name", "parse", "scope")
     name: str
     scope: Scope
     #: What it does, for ``--help`` and the docs (one sentence, no trailing period).
@@ -208,14 +213,38 @@ class Setting(Generic[T]):
     #: Text → value; raises :class:`ConfigError` with a message naming the flag.
     parse: Callable[[str], T]
     #: The default as a user would write it; None: unset (a value of "" is unset too).
-    default: str | None = None
+    default: str | None
     #: The default as the docs say it, when the literal default does not say enough.
-    default_doc: str = ""
-    kind: Kind = "value"
-    metavar: str | None = None
-    choices: tuple[str, ...] = ()
+    default_doc: str
+    kind: Kind
+    metavar: str | None
+    choices: tuple[str, ...]
     #: False: only the environment variable exists (no flag).
-    has_flag: bool = True
+    has_flag: bool
+
+    def __init__(
+        self,
+        name: str,
+        scope: Scope,
+        help: str,
+        parse: Callable[[str], T],
+        default: str | None = None,
+        default_doc: str = "",
+        kind: Kind = "value",
+        metavar: str | None = None,
+        choices: tuple[str, ...] = (),
+        has_flag: bool = True,
+    ) -> None:
+        init_field(self, "name", name)
+        init_field(self, "scope", scope)
+        init_field(self, "help", help)
+        init_field(self, "parse", parse)
+        init_field(self, "default", default)
+        init_field(self, "default_doc", default_doc)
+        init_field(self, "kind", kind)
+        init_field(self, "metavar", metavar)
+        init_field(self, "choices", choices)
+        init_field(self, "has_flag", has_flag)
 
     @property
     def flag(self) -> str:

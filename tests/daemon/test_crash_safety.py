@@ -328,31 +328,43 @@ async def test_crash_loop_50_iterations(state_dir: Path, sleepers: list[Sleeper]
         daemon.process.stop(signal.SIGKILL)
 
 
+def _serve_once(listen: Path, state: Path) -> subprocess.CompletedProcess[str]:
+    """``serve`` on ``listen`` and ``state``, expected to refuse to start (it is not stopped)."""
+    return subprocess.run(
+        [sys.executable, "-m", "interrupt_sidecar", "serve", "--listen", f"unix://{listen}", "--state-dir", str(state)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=30,
+    )
+
+
 def test_a_second_daemon_on_the_same_state_dir_is_refused(state_dir: Path) -> None:
     first = start_daemon(state_dir, "--state-dir", str(state_dir / "state"))
     try:
         other = state_dir / "other"
         other.mkdir()
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "interrupt_sidecar",
-                "serve",
-                "--listen",
-                f"unix://{other}/s.sock",
-                "--state-dir",
-                str(state_dir / "state"),
-            ],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=30,
-        )
+        proc = _serve_once(other / "s.sock", state_dir / "state")
         assert proc.returncode == 3, proc.stderr
         assert "in use by another running daemon" in proc.stderr
+        # Both taken (the first daemon's socket and state dir): the state dir is the error named.
+        both = _serve_once(state_dir / "sidecar.sock", state_dir / "state")
+        assert both.returncode == 3, both.stderr
+        assert "--state-dir" in both.stderr and "in use by another running daemon" in both.stderr, both.stderr
     finally:
         assert first.stop() == 0
+
+
+def test_a_journal_that_cannot_open_fails_the_start_and_leaves_no_socket(tmp_short: Path) -> None:
+    # The journal opens on a thread while the sockets are bound: a start it fails must
+    # take the sockets it bound with it, and report the journal.
+    state = tmp_short / "state"
+    state.mkdir(mode=0o700)
+    (state / "journal.sqlite3").write_bytes(b"not a database" * 100)
+    proc = _serve_once(tmp_short / "s.sock", state)
+    assert proc.returncode == 3, proc.stderr
+    assert "journal" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not (tmp_short / "s.sock").exists()
 
 
 # -- shutdown ------------------------------------------------------------------------

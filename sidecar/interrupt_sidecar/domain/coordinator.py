@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import secrets
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
 
 from interrupt_sidecar.domain.execution import Execution, ExecutionEffects, ExecutionLimits, RemoteParent
 from interrupt_sidecar.domain.types import Clock, Instant, InterruptReason
@@ -25,20 +21,55 @@ from interrupt_sidecar.record import Record, init_field
 TOKEN_PREFIX = "ist1"
 
 
-@dataclass(frozen=True, slots=True)
-class ExecutionSpec:
+class ExecutionSpec(Record):
     """What BeginExecution asks for, already validated for shape."""
 
-    execution_id: str = ""
-    parent_execution_id: str = ""
-    context_id: str = ""
-    grace_ns: int | None = None
-    budget_ns: int | None = None
-    lease_ttl_ns: int | None = None
-    labels: dict[str, str] = field(default_factory=dict)
-    session_id: str = ""
-    task_id: str = ""
-    remote_parent: RemoteParent | None = None
+    __slots__ = (
+        "budget_ns",
+        "context_id",
+        "execution_id",
+        "grace_ns",
+        "labels",
+        "lease_ttl_ns",
+        "parent_execution_id",
+        "remote_parent",
+        "session_id",
+        "task_id",
+    )
+    execution_id: str
+    parent_execution_id: str
+    context_id: str
+    grace_ns: int | None
+    budget_ns: int | None
+    lease_ttl_ns: int | None
+    labels: dict[str, str]
+    session_id: str
+    task_id: str
+    remote_parent: RemoteParent | None
+
+    def __init__(
+        self,
+        execution_id: str = "",
+        parent_execution_id: str = "",
+        context_id: str = "",
+        grace_ns: int | None = None,
+        budget_ns: int | None = None,
+        lease_ttl_ns: int | None = None,
+        labels: dict[str, str] | None = None,
+        session_id: str = "",
+        task_id: str = "",
+        remote_parent: RemoteParent | None = None,
+    ) -> None:
+        init_field(self, "execution_id", execution_id)
+        init_field(self, "parent_execution_id", parent_execution_id)
+        init_field(self, "context_id", context_id)
+        init_field(self, "grace_ns", grace_ns)
+        init_field(self, "budget_ns", budget_ns)
+        init_field(self, "lease_ttl_ns", lease_ttl_ns)
+        init_field(self, "labels", {} if labels is None else labels)  # a dict of its own, as a default_factory
+        init_field(self, "session_id", session_id)
+        init_field(self, "task_id", task_id)
+        init_field(self, "remote_parent", remote_parent)
 
 
 class InterruptOutcome(Record):
@@ -110,6 +141,10 @@ class Coordinator:
 
     def begin(self, spec: ExecutionSpec) -> tuple[Execution, str]:
         """Create an execution with a fresh signal. Returns it and its attach token."""
+        # secrets, hashlib and hmac load here, on the first BeginExecution, not on the way to
+        # "ready" (with random and _hashlib, ~2 ms there): a restart's recovery needs none.
+        import secrets
+
         token_id = secrets.token_hex(8)
         secret = secrets.token_urlsafe(32)
         execution = self._create(spec, token_id, _digest(secret), begun_wall_ns=None)
@@ -144,7 +179,11 @@ class Coordinator:
                     f"the daemon holds {self._limits.max_live_executions} live executions; end finished ones first"
                 )
             # 128 random bits, as uuid4 has (the uuid module would load libuuid at start-up).
-            execution_id = spec.execution_id or f"exec-{secrets.token_hex(16)}"
+            execution_id = spec.execution_id
+            if not execution_id:
+                import secrets  # loaded by the first begin, not at start-up (see begin)
+
+                execution_id = f"exec-{secrets.token_hex(16)}"
             if execution_id in self._live or execution_id in self._ended:
                 raise AlreadyExists(
                     f"execution {execution_id!r} exists already; a new turn needs a new id (or leave it empty)"
@@ -350,6 +389,8 @@ class Coordinator:
             )
         # One answer for an unknown id, a wrong secret and an ended execution: a caller
         # without the right token learns nothing about which executions exist.
+        import hmac
+
         entry = self._tokens.get(parts[1])
         if entry is None or not hmac.compare_digest(entry[0], _digest(parts[2])):
             raise PermissionDenied(
@@ -360,4 +401,6 @@ class Coordinator:
 
 
 def _digest(secret: str) -> bytes:
+    import hashlib
+
     return hashlib.sha256(secret.encode()).digest()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Awaitable
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from interrupt_sidecar.domain.signal import CancellationSignal
@@ -55,18 +54,28 @@ def ensure_behavior_allows(tool: ToolRun, spec: TerminatorSpec) -> None:
         )
 
 
-@dataclass(slots=True, eq=False)
 class Terminator:
     """A way to stop a tool, registered by it: a callback it runs, or a process group."""
 
-    tool: ToolRun
-    terminator_id: str
-    spec: TerminatorSpec
-    #: What the OS edge pinned about the target at registration (process groups).
-    identity: object = None
-    #: When it was registered: a process group registered after the trip gets its
-    #: kill_after (or the grace) from then, one registered before from the trip.
-    registered_at: Instant | None = None
+    # A plain class: a dataclass compiles its methods at import, on the way to "ready".
+    __slots__ = ("identity", "registered_at", "spec", "terminator_id", "tool")
+
+    def __init__(
+        self,
+        tool: ToolRun,
+        terminator_id: str,
+        spec: TerminatorSpec,
+        identity: object = None,
+        registered_at: Instant | None = None,
+    ) -> None:
+        self.tool = tool
+        self.terminator_id = terminator_id
+        self.spec = spec
+        #: What the OS edge pinned about the target at registration (process groups).
+        self.identity = identity
+        #: When it was registered: a process group registered after the trip gets its
+        #: kill_after (or the grace) from then, one registered before from the trip.
+        self.registered_at = registered_at
 
 
 class ToolSink(Protocol):
@@ -102,18 +111,50 @@ class ExecutionEffects(Protocol):
     def ended(self, execution: Execution) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class RemoteParent:
+class RemoteParent(Record):
     """A parent execution in another daemon: this execution trips when it trips or ends."""
 
+    __slots__ = (
+        "address",
+        "credential",
+        "execution_id",
+        "keep_running_when_unreachable",
+        "tls",
+        "unreachable_after_ns",
+    )
     address: str
     execution_id: str
-    #: Bearer token for that daemon's coordinator role ("" when it needs none). A secret.
-    credential: str = field(default="", repr=False)
+    #: Bearer token for that daemon's coordinator role ("" when it needs none). A secret: never shown.
+    credential: str
     #: Unreachable for longer than this → HOLDER_LOST (None: the daemon's default).
-    unreachable_after_ns: int | None = None
-    keep_running_when_unreachable: bool = False
-    tls: bool = False
+    unreachable_after_ns: int | None
+    keep_running_when_unreachable: bool
+    tls: bool
+
+    def __init__(
+        self,
+        address: str,
+        execution_id: str,
+        credential: str = "",
+        unreachable_after_ns: int | None = None,
+        keep_running_when_unreachable: bool = False,
+        tls: bool = False,
+    ) -> None:
+        init_field(self, "address", address)
+        init_field(self, "execution_id", execution_id)
+        init_field(self, "credential", credential)
+        init_field(self, "unreachable_after_ns", unreachable_after_ns)
+        init_field(self, "keep_running_when_unreachable", keep_running_when_unreachable)
+        init_field(self, "tls", tls)
+
+    def __repr__(self) -> str:
+        # Every field but the credential: a repr ends up in logs and tracebacks.
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__ if name != "credential")
+        return f"RemoteParent({shown})"
+
+    def as_dict(self) -> dict[str, object]:
+        """Every field, the credential included (for the owner-only journal: recovery reads it back)."""
+        return {name: getattr(self, name) for name in self.__slots__}
 
 
 class ExecutionLimits(Record):
@@ -128,7 +169,6 @@ class ExecutionLimits(Record):
         init_field(self, "max_terminators_per_tool", max_terminators_per_tool)
 
 
-@dataclass(slots=True, eq=False)
 class ToolRun:
     """One attached tool's run, and its terminator registrar.
 
@@ -136,20 +176,48 @@ class ToolRun:
     or the execution ends; registering after that is a FAILED_PRECONDITION.
     """
 
-    execution: Execution
-    tool_id: str
-    tool_name: str
-    tool_call_id: str
-    behavior: InterruptBehavior
-    pid: int
-    attached_at: Instant
-    unwound_at: Instant | None = None
-    outcome: ToolOutcome = ToolOutcome.UNSPECIFIED
-    detached: bool = False
-    overran: bool = False
-    #: Set by the transport at attach: where cancel and run_terminator go.
-    sink: ToolSink | None = None
-    terminators: dict[str, Terminator] = field(default_factory=dict)
+    # A plain class: a dataclass compiles its methods at import, on the way to "ready".
+    __slots__ = (
+        "attached_at",
+        "behavior",
+        "detached",
+        "execution",
+        "outcome",
+        "overran",
+        "pid",
+        "sink",
+        "terminators",
+        "tool_call_id",
+        "tool_id",
+        "tool_name",
+        "unwound_at",
+    )
+
+    def __init__(
+        self,
+        execution: Execution,
+        tool_id: str,
+        tool_name: str,
+        tool_call_id: str,
+        behavior: InterruptBehavior,
+        pid: int,
+        attached_at: Instant,
+        sink: ToolSink | None = None,
+    ) -> None:
+        self.execution = execution
+        self.tool_id = tool_id
+        self.tool_name = tool_name
+        self.tool_call_id = tool_call_id
+        self.behavior = behavior
+        self.pid = pid
+        self.attached_at = attached_at
+        self.unwound_at: Instant | None = None
+        self.outcome = ToolOutcome.UNSPECIFIED
+        self.detached = False
+        self.overran = False
+        #: Set by the transport at attach: where cancel and run_terminator go.
+        self.sink = sink
+        self.terminators: dict[str, Terminator] = {}
 
     @property
     def closed(self) -> bool:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal as signal_module
-from dataclasses import dataclass, field
 
 from interrupt_sidecar.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied, SidecarError
 from interrupt_sidecar.osedge import procfs
@@ -64,26 +63,28 @@ class GroupIdentity(Record):
         init_field(self, "session", session)
 
 
-@dataclass(slots=True)
 class TreeStatus:
     """What one pass over a tree found and did."""
 
-    #: Live members of the group itself.
-    members: int = 0
-    #: Live descendants outside the group (setsid/setpgid children), tracked by (pid, start).
-    escaped: int = 0
-    #: Processes signalled in this pass (group members count as one killpg).
-    signalled: int = 0
-    #: Every live process the survey found, as (pid, start time): waiting on their pidfds
-    #: observes the tree's end without another scan.
-    processes: list[tuple[int, int]] = field(default_factory=list)
+    # A plain class: a dataclass compiles its methods at import, on the way to "ready".
+    __slots__ = ("escaped", "members", "processes", "signalled")
+
+    def __init__(self, members: int, escaped: int, processes: list[tuple[int, int]]) -> None:
+        #: Live members of the group itself.
+        self.members = members
+        #: Live descendants outside the group (setsid/setpgid children), tracked by (pid, start).
+        self.escaped = escaped
+        #: Processes signalled in this pass (group members count as one killpg).
+        self.signalled = 0
+        #: Every live process the survey found, as (pid, start time): waiting on their pidfds
+        #: observes the tree's end without another scan.
+        self.processes = processes
 
     @property
     def alive(self) -> bool:
         return bool(self.members or self.escaped)
 
 
-@dataclass(eq=False)
 class ProcessTree:
     """A registered group and every descendant seen below it, killed as one.
 
@@ -91,10 +92,13 @@ class ProcessTree:
     (re-parented to init) is still killed on the next pass.
     """
 
-    identity: GroupIdentity
-    allowed_uids: frozenset[int]
-    #: Escaped descendants seen so far: pid -> start time.
-    escaped: dict[int, int] = field(default_factory=dict)
+    __slots__ = ("allowed_uids", "escaped", "identity")
+
+    def __init__(self, identity: GroupIdentity, allowed_uids: frozenset[int]) -> None:
+        self.identity = identity
+        self.allowed_uids = allowed_uids
+        #: Escaped descendants seen so far: pid -> start time.
+        self.escaped: dict[int, int] = {}
 
     def _survey(self) -> tuple[list[procfs.ProcStat], list[procfs.ProcStat], bool]:
         """(live members, live escaped descendants, whether the pgid is still the pinned group)."""

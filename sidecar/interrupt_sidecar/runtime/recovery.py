@@ -23,7 +23,6 @@ parent is live again before its children re-attach their cascade):
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 
 from interrupt_sidecar.domain.coordinator import Coordinator, ExecutionSpec
 from interrupt_sidecar.domain.execution import ProcessGroupSpec, RemoteParent
@@ -39,16 +38,19 @@ log = logging.getLogger(__name__)
 RESTORED_TOOL_NAME = "restored"
 
 
-@dataclass
 class RecoveryReport:
     """What the restart found and did, for the log and for tests."""
 
-    restored: list[str] = field(default_factory=list)
-    retripped: list[str] = field(default_factory=list)
-    awaiting_holder: list[str] = field(default_factory=list)
-    forgotten: list[str] = field(default_factory=list)
-    groups: int = 0
-    failed: list[str] = field(default_factory=list)
+    # A plain class: a dataclass compiles its methods at import, on the way to "ready".
+    __slots__ = ("awaiting_holder", "failed", "forgotten", "groups", "restored", "retripped")
+
+    def __init__(self) -> None:
+        self.restored: list[str] = []
+        self.retripped: list[str] = []
+        self.awaiting_holder: list[str] = []
+        self.forgotten: list[str] = []
+        self.groups = 0
+        self.failed: list[str] = []
 
 
 def recover(coordinator: Coordinator, trip_path: TripPath, journal: Journal, *, holder_grace_ns: int) -> RecoveryReport:

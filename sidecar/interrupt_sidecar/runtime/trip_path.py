@@ -32,13 +32,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import functools
 import logging
 import os
 import signal as signal_module
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 from interrupt_sidecar.domain.execution import CallbackSpec, Execution, ProcessGroupSpec, Terminator, ToolRun, ToolSink
 from interrupt_sidecar.domain.types import Clock, Instant, InterruptReason, Trip
@@ -97,41 +95,69 @@ class _Deadline:
         self._handle.cancel()
 
 
-@dataclass(eq=False)
 class _KillJob:
     """One signalled process group, followed until every process of its tree is gone."""
 
-    execution_id: str
-    terminator: Terminator
-    identity: GroupIdentity
-    tree: ProcessTree
-    signalled_at: Instant
-    trip_at: Instant
-    reason: InterruptReason
-    #: (pid, start) of the tree's processes found by the last signal pass.
-    known: list[tuple[int, int]] = field(default_factory=list)
-    escalation: _Deadline | None = None
-    escalated: bool = False
+    # A plain class: a dataclass compiles its methods at import, on the way to "ready".
+    __slots__ = (
+        "escalated",
+        "escalation",
+        "execution_id",
+        "identity",
+        "known",
+        "reason",
+        "signalled_at",
+        "terminator",
+        "tree",
+        "trip_at",
+    )
+
+    def __init__(
+        self,
+        execution_id: str,
+        terminator: Terminator,
+        identity: GroupIdentity,
+        tree: ProcessTree,
+        signalled_at: Instant,
+        trip_at: Instant,
+        reason: InterruptReason,
+        known: list[tuple[int, int]],
+    ) -> None:
+        self.execution_id = execution_id
+        self.terminator = terminator
+        self.identity = identity
+        self.tree = tree
+        self.signalled_at = signalled_at
+        self.trip_at = trip_at
+        self.reason = reason
+        #: (pid, start) of the tree's processes found by the last signal pass.
+        self.known = known
+        self.escalation: _Deadline | None = None
+        self.escalated = False
 
 
-@dataclass(eq=False)
 class _QueuedKill:
     """A process-group kill queued behind its trip's stream writers (see ``run_terminator``)."""
 
-    execution_id: str
+    __slots__ = ("execution_id",)
+
+    def __init__(self, execution_id: str) -> None:
+        self.execution_id = execution_id
 
 
-@dataclass
 class _Timers:
     """An execution's deadlines, and its kills in flight."""
 
-    budget: _Deadline | None = None
-    lease: _Deadline | None = None
-    grace: _Deadline | None = None
-    holder: _Deadline | None = None
-    #: Kills in flight, queued ones included: the execution's events stay open until
-    #: they are done, and shutdown waits for them.
-    kills: set[_KillJob | _QueuedKill] = field(default_factory=set)
+    __slots__ = ("budget", "grace", "holder", "kills", "lease")
+
+    def __init__(self) -> None:
+        self.budget: _Deadline | None = None
+        self.lease: _Deadline | None = None
+        self.grace: _Deadline | None = None
+        self.holder: _Deadline | None = None
+        #: Kills in flight, queued ones included: the execution's events stay open until
+        #: they are done, and shutdown waits for them.
+        self.kills: set[_KillJob | _QueuedKill] = set()
 
 
 async def _all_done(futures: Sequence[asyncio.Future[None]], timeout_s: float) -> None:
@@ -257,7 +283,7 @@ class TripPath:
                     "task_id": execution.task_id,
                     # The credential too: the restarted daemon must follow the parent again.
                     # The journal is owner-only (0600 in a 0700 directory), like the token digests.
-                    "remote_parent": dataclasses.asdict(execution.remote_parent) if execution.remote_parent else None,
+                    "remote_parent": execution.remote_parent.as_dict() if execution.remote_parent else None,
                 },
                 execution.token_id,
                 execution.token_digest,

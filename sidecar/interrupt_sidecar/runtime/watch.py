@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from dataclasses import dataclass, field
 
 from interrupt_sidecar.domain.types import Clock
 from interrupt_sidecar.runtime.events import EventPayload, ExecutionEvent
@@ -14,15 +13,18 @@ class WatcherOverflow(Exception):
     """A watcher fell too far behind and was dropped."""
 
 
-@dataclass(eq=False)
 class Subscription:
     """One watcher's bounded queue. ``None`` in the queue means: no more events."""
 
-    execution_id: str
-    capacity: int
-    _items: deque[ExecutionEvent | None] = field(default_factory=deque)
-    _wake: asyncio.Event = field(default_factory=asyncio.Event)
-    overflowed: bool = False
+    # A plain class: a dataclass compiles its methods at import, on the way to "ready".
+    __slots__ = ("_items", "_wake", "capacity", "execution_id", "overflowed")
+
+    def __init__(self, execution_id: str, capacity: int) -> None:
+        self.execution_id = execution_id
+        self.capacity = capacity
+        self._items: deque[ExecutionEvent | None] = deque()
+        self._wake = asyncio.Event()
+        self.overflowed = False
 
     def _push(self, item: ExecutionEvent | None) -> None:
         if self.overflowed:
