@@ -4,7 +4,8 @@
 #   make test   install everything the tests need, then run every check and test
 # Also: make serve (run the daemon in the foreground), make protos (regenerate),
 # make docs (regenerate docs/configuration.md from the settings and exit-code tables),
-# make version-check (every manifest carries the version of sidecar/interrupt_sidecar/__init__.py).
+# make version-check (every manifest carries the version of sidecar/interrupt_sidecar/__init__.py),
+# make test-cold (CI's command as a fresh machine runs it: a fresh clone, empty caches).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -12,7 +13,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 BUF    := tools/node_modules/.bin/buf
 
-.PHONY: demo serve test install install-test native mcp-test-deps protos check-protos docs check-docs version-check lint typecheck clients pytest clean image e2e-kubernetes ensure-system-tools ensure-prometheus
+.PHONY: demo serve test install install-test native mcp-test-deps protos check-protos docs check-docs version-check lint typecheck clients pytest clean image e2e-kubernetes ensure-system-tools ensure-prometheus test-cold
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -122,6 +123,11 @@ pytest: install-test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test: check-protos lint typecheck clients pytest
+
+# CI's command on a fresh clone with an empty HOME and an empty podman store, as a new
+# machine would run it (scripts/test_cold.sh says what it cannot make cold).
+test-cold:
+	bash scripts/test_cold.sh
 
 # The daemon's image, built with podman from the Dockerfile (scripts/build_image.sh:
 # the pinned base when podman has it, else a stand-in made from Debian's packages).
