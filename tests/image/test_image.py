@@ -21,6 +21,11 @@ from tests.image.podman import ROOT, build_image, podman, proc_status, processes
 
 pytestmark = [
     pytest.mark.slow,
+    # The per-test limit covers the test functions alone: the module's first setup builds
+    # the image (on a fresh machine: debootstrap of the stand-in base, then every layer,
+    # downloads included), which has its own limit in build_image(), as every podman call
+    # and wait in the fixtures has its own.
+    pytest.mark.timeout(120, func_only=True),
     pytest.mark.skipif(os.geteuid() != 0 and not os.environ.get("CI"), reason="podman's rootful store needs root"),
 ]
 
