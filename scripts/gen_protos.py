@@ -4,9 +4,10 @@
     python scripts/gen_protos.py --check   # exit 1 when committed code differs
 
 Generated code is never edited by hand: protos/ is laid out so that the import
-path of each file ("interrupt/v1/interrupt.proto") is its package path, so the
-generated imports work as emitted (Python stages that path below its package's own
-namespace first: see protogen/python.py).
+path of each file ("interrupt/v1/interrupt.proto") is its package path, and every
+language compiles it under that name, the one its descriptor carries. Only Python's
+import lines are then moved, by its generator, below the client's own package
+(interrupt_sidecar_client._proto): see protogen/python.py.
 """
 
 from __future__ import annotations

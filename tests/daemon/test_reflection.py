@@ -15,7 +15,9 @@ from pathlib import Path
 
 import grpc
 import pytest
+from google.protobuf import descriptor_pool, message_factory
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
 from tests.conftest import DaemonProcess
 
@@ -25,6 +27,8 @@ REQUIRE_ALL = os.environ.get("INTERRUPT_SIDECAR_REQUIRE_ALL_LANGUAGES") == "1"
 
 DAEMON_SERVICES = {"interrupt.v1.CoordinatorService", "interrupt.v1.ToolChannelService", "grpc.health.v1.Health"}
 REFLECTION_SERVICES = {"grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"}
+#: The contract's file name in protos/, in every language's stubs, and so on the wire.
+CONTRACT = "interrupt/v1/interrupt.proto"
 
 # grpc/reflection/v1/reflection.proto (grpc-proto), as grpc-go's client decodes the file the
 # daemon serves for it: every message, every field's number and type.
@@ -78,14 +82,45 @@ def test_grpc_gos_v1_client_lists_and_resolves(daemon: DaemonProcess, v1_client:
     report = json.loads(result.stdout)
     assert set(report["services"]) >= DAEMON_SERVICES | REFLECTION_SERVICES
     declaring = report["files"]["interrupt.v1.CoordinatorService"][0]
-    # (The Python generated code registers the file under its package's namespace.)
-    assert declaring["name"].endswith("interrupt/v1/interrupt.proto"), declaring["name"]
+    assert declaring["name"] == CONTRACT
     assert declaring["package"] == "interrupt.v1"
     assert {"CoordinatorService", "ToolChannelService"} <= set(declaring["services"])
     reflection = report["files"]["grpc.reflection.v1.ServerReflection"][0]
     assert (reflection["name"], reflection["package"]) == ("grpc/reflection/v1/reflection.proto", "grpc.reflection.v1")
     assert reflection["services"] == ["ServerReflection"]
     assert reflection["messages"] == V1_MESSAGES
+
+
+@pytest.mark.timeout(30)
+def test_the_contract_is_served_under_its_own_file_name_and_resolves(daemon: DaemonProcess) -> None:
+    """Reflection names the file as protos/ does, and what it serves is enough to call with.
+
+    grpcio-reflection's own client (the descriptor database grpcurl-like tools build on)
+    fetches the file by symbol and by name into a pool of its own; nothing generated is used.
+    """
+    with grpc.insecure_channel(daemon.address) as channel:
+        database = ProtoReflectionDescriptorDatabase(channel)
+        assert set(database.get_services()) >= DAEMON_SERVICES | REFLECTION_SERVICES
+        declaring = database.FindFileContainingSymbol("interrupt.v1.CoordinatorService")
+        assert (declaring.name, declaring.package) == (CONTRACT, "interrupt.v1")
+        assert database.FindFileByName(CONTRACT).name == CONTRACT
+        pool = descriptor_pool.DescriptorPool(database)
+        service = pool.FindServiceByName("interrupt.v1.CoordinatorService")
+        assert service.file.name == CONTRACT
+        assert pool.FindMessageTypeByName("interrupt.v1.ToolMessage").file.name == CONTRACT
+        method = service.methods_by_name["BeginExecution"]
+        request = message_factory.GetMessageClass(method.input_type)
+        response = message_factory.GetMessageClass(method.output_type)
+        begin = channel.unary_unary(
+            f"/{service.full_name}/{method.name}",
+            request_serializer=request.SerializeToString,
+            response_deserializer=response.FromString,
+        )
+        begun = begin(request(execution_id="by-reflection"), timeout=10)
+        # Read by name: the class was built from the served descriptor, not generated.
+        fields = {field.name: value for field, value in begun.ListFields()}
+        assert fields["execution_id"] == "by-reflection"
+        assert fields["execution"].execution_id == "by-reflection"
 
 
 async def _list_services(channel: grpc.aio.Channel, service: str) -> set[str]:

@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2
+from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as interrupt_dot_v1_dot_interrupt__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in interrupt_sidecar_client/_proto/interrupt/v1/interrupt_pb2_grpc.py depends on'
+        + ' but the generated code in interrupt/v1/interrupt_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -42,38 +42,38 @@ class CoordinatorServiceStub:
         """
         self.BeginExecution = channel.unary_unary(
                 '/interrupt.v1.CoordinatorService/BeginExecution',
-                request_serializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.BeginExecutionRequest.SerializeToString,
-                response_deserializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.BeginExecutionResponse.FromString,
+                request_serializer=interrupt_dot_v1_dot_interrupt__pb2.BeginExecutionRequest.SerializeToString,
+                response_deserializer=interrupt_dot_v1_dot_interrupt__pb2.BeginExecutionResponse.FromString,
                 _registered_method=True)
         self.Interrupt = channel.unary_unary(
                 '/interrupt.v1.CoordinatorService/Interrupt',
-                request_serializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.InterruptRequest.SerializeToString,
-                response_deserializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.InterruptResponse.FromString,
+                request_serializer=interrupt_dot_v1_dot_interrupt__pb2.InterruptRequest.SerializeToString,
+                response_deserializer=interrupt_dot_v1_dot_interrupt__pb2.InterruptResponse.FromString,
                 _registered_method=True)
         self.EndExecution = channel.unary_unary(
                 '/interrupt.v1.CoordinatorService/EndExecution',
-                request_serializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.EndExecutionRequest.SerializeToString,
-                response_deserializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.EndExecutionResponse.FromString,
+                request_serializer=interrupt_dot_v1_dot_interrupt__pb2.EndExecutionRequest.SerializeToString,
+                response_deserializer=interrupt_dot_v1_dot_interrupt__pb2.EndExecutionResponse.FromString,
                 _registered_method=True)
         self.KeepAlive = channel.unary_unary(
                 '/interrupt.v1.CoordinatorService/KeepAlive',
-                request_serializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.KeepAliveRequest.SerializeToString,
-                response_deserializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.KeepAliveResponse.FromString,
+                request_serializer=interrupt_dot_v1_dot_interrupt__pb2.KeepAliveRequest.SerializeToString,
+                response_deserializer=interrupt_dot_v1_dot_interrupt__pb2.KeepAliveResponse.FromString,
                 _registered_method=True)
         self.GetExecution = channel.unary_unary(
                 '/interrupt.v1.CoordinatorService/GetExecution',
-                request_serializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.GetExecutionRequest.SerializeToString,
-                response_deserializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.GetExecutionResponse.FromString,
+                request_serializer=interrupt_dot_v1_dot_interrupt__pb2.GetExecutionRequest.SerializeToString,
+                response_deserializer=interrupt_dot_v1_dot_interrupt__pb2.GetExecutionResponse.FromString,
                 _registered_method=True)
         self.ListExecutions = channel.unary_unary(
                 '/interrupt.v1.CoordinatorService/ListExecutions',
-                request_serializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.ListExecutionsRequest.SerializeToString,
-                response_deserializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.ListExecutionsResponse.FromString,
+                request_serializer=interrupt_dot_v1_dot_interrupt__pb2.ListExecutionsRequest.SerializeToString,
+                response_deserializer=interrupt_dot_v1_dot_interrupt__pb2.ListExecutionsResponse.FromString,
                 _registered_method=True)
         self.WatchExecution = channel.unary_stream(
                 '/interrupt.v1.CoordinatorService/WatchExecution',
-                request_serializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.WatchExecutionRequest.SerializeToString,
-                response_deserializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.ExecutionEvent.FromString,
+                request_serializer=interrupt_dot_v1_dot_interrupt__pb2.WatchExecutionRequest.SerializeToString,
+                response_deserializer=interrupt_dot_v1_dot_interrupt__pb2.ExecutionEvent.FromString,
                 _registered_method=True)
 
 
@@ -142,38 +142,38 @@ def add_CoordinatorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'BeginExecution': grpc.unary_unary_rpc_method_handler(
                     servicer.BeginExecution,
-                    request_deserializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.BeginExecutionRequest.FromString,
-                    response_serializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.BeginExecutionResponse.SerializeToString,
+                    request_deserializer=interrupt_dot_v1_dot_interrupt__pb2.BeginExecutionRequest.FromString,
+                    response_serializer=interrupt_dot_v1_dot_interrupt__pb2.BeginExecutionResponse.SerializeToString,
             ),
             'Interrupt': grpc.unary_unary_rpc_method_handler(
                     servicer.Interrupt,
-                    request_deserializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.InterruptRequest.FromString,
-                    response_serializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.InterruptResponse.SerializeToString,
+                    request_deserializer=interrupt_dot_v1_dot_interrupt__pb2.InterruptRequest.FromString,
+                    response_serializer=interrupt_dot_v1_dot_interrupt__pb2.InterruptResponse.SerializeToString,
             ),
             'EndExecution': grpc.unary_unary_rpc_method_handler(
                     servicer.EndExecution,
-                    request_deserializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.EndExecutionRequest.FromString,
-                    response_serializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.EndExecutionResponse.SerializeToString,
+                    request_deserializer=interrupt_dot_v1_dot_interrupt__pb2.EndExecutionRequest.FromString,
+                    response_serializer=interrupt_dot_v1_dot_interrupt__pb2.EndExecutionResponse.SerializeToString,
             ),
             'KeepAlive': grpc.unary_unary_rpc_method_handler(
                     servicer.KeepAlive,
-                    request_deserializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.KeepAliveRequest.FromString,
-                    response_serializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.KeepAliveResponse.SerializeToString,
+                    request_deserializer=interrupt_dot_v1_dot_interrupt__pb2.KeepAliveRequest.FromString,
+                    response_serializer=interrupt_dot_v1_dot_interrupt__pb2.KeepAliveResponse.SerializeToString,
             ),
             'GetExecution': grpc.unary_unary_rpc_method_handler(
                     servicer.GetExecution,
-                    request_deserializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.GetExecutionRequest.FromString,
-                    response_serializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.GetExecutionResponse.SerializeToString,
+                    request_deserializer=interrupt_dot_v1_dot_interrupt__pb2.GetExecutionRequest.FromString,
+                    response_serializer=interrupt_dot_v1_dot_interrupt__pb2.GetExecutionResponse.SerializeToString,
             ),
             'ListExecutions': grpc.unary_unary_rpc_method_handler(
                     servicer.ListExecutions,
-                    request_deserializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.ListExecutionsRequest.FromString,
-                    response_serializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.ListExecutionsResponse.SerializeToString,
+                    request_deserializer=interrupt_dot_v1_dot_interrupt__pb2.ListExecutionsRequest.FromString,
+                    response_serializer=interrupt_dot_v1_dot_interrupt__pb2.ListExecutionsResponse.SerializeToString,
             ),
             'WatchExecution': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchExecution,
-                    request_deserializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.WatchExecutionRequest.FromString,
-                    response_serializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.ExecutionEvent.SerializeToString,
+                    request_deserializer=interrupt_dot_v1_dot_interrupt__pb2.WatchExecutionRequest.FromString,
+                    response_serializer=interrupt_dot_v1_dot_interrupt__pb2.ExecutionEvent.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -207,8 +207,8 @@ class CoordinatorService:
             request,
             target,
             '/interrupt.v1.CoordinatorService/BeginExecution',
-            interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.BeginExecutionRequest.SerializeToString,
-            interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.BeginExecutionResponse.FromString,
+            interrupt_dot_v1_dot_interrupt__pb2.BeginExecutionRequest.SerializeToString,
+            interrupt_dot_v1_dot_interrupt__pb2.BeginExecutionResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -234,8 +234,8 @@ class CoordinatorService:
             request,
             target,
             '/interrupt.v1.CoordinatorService/Interrupt',
-            interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.InterruptRequest.SerializeToString,
-            interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.InterruptResponse.FromString,
+            interrupt_dot_v1_dot_interrupt__pb2.InterruptRequest.SerializeToString,
+            interrupt_dot_v1_dot_interrupt__pb2.InterruptResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -261,8 +261,8 @@ class CoordinatorService:
             request,
             target,
             '/interrupt.v1.CoordinatorService/EndExecution',
-            interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.EndExecutionRequest.SerializeToString,
-            interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.EndExecutionResponse.FromString,
+            interrupt_dot_v1_dot_interrupt__pb2.EndExecutionRequest.SerializeToString,
+            interrupt_dot_v1_dot_interrupt__pb2.EndExecutionResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -288,8 +288,8 @@ class CoordinatorService:
             request,
             target,
             '/interrupt.v1.CoordinatorService/KeepAlive',
-            interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.KeepAliveRequest.SerializeToString,
-            interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.KeepAliveResponse.FromString,
+            interrupt_dot_v1_dot_interrupt__pb2.KeepAliveRequest.SerializeToString,
+            interrupt_dot_v1_dot_interrupt__pb2.KeepAliveResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -315,8 +315,8 @@ class CoordinatorService:
             request,
             target,
             '/interrupt.v1.CoordinatorService/GetExecution',
-            interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.GetExecutionRequest.SerializeToString,
-            interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.GetExecutionResponse.FromString,
+            interrupt_dot_v1_dot_interrupt__pb2.GetExecutionRequest.SerializeToString,
+            interrupt_dot_v1_dot_interrupt__pb2.GetExecutionResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -342,8 +342,8 @@ class CoordinatorService:
             request,
             target,
             '/interrupt.v1.CoordinatorService/ListExecutions',
-            interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.ListExecutionsRequest.SerializeToString,
-            interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.ListExecutionsResponse.FromString,
+            interrupt_dot_v1_dot_interrupt__pb2.ListExecutionsRequest.SerializeToString,
+            interrupt_dot_v1_dot_interrupt__pb2.ListExecutionsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -369,8 +369,8 @@ class CoordinatorService:
             request,
             target,
             '/interrupt.v1.CoordinatorService/WatchExecution',
-            interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.WatchExecutionRequest.SerializeToString,
-            interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.ExecutionEvent.FromString,
+            interrupt_dot_v1_dot_interrupt__pb2.WatchExecutionRequest.SerializeToString,
+            interrupt_dot_v1_dot_interrupt__pb2.ExecutionEvent.FromString,
             options,
             channel_credentials,
             insecure,
@@ -398,8 +398,8 @@ class ToolChannelServiceStub:
         """
         self.Attach = channel.stream_stream(
                 '/interrupt.v1.ToolChannelService/Attach',
-                request_serializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.ToolMessage.SerializeToString,
-                response_deserializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.SidecarMessage.FromString,
+                request_serializer=interrupt_dot_v1_dot_interrupt__pb2.ToolMessage.SerializeToString,
+                response_deserializer=interrupt_dot_v1_dot_interrupt__pb2.SidecarMessage.FromString,
                 _registered_method=True)
 
 
@@ -427,8 +427,8 @@ def add_ToolChannelServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Attach': grpc.stream_stream_rpc_method_handler(
                     servicer.Attach,
-                    request_deserializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.ToolMessage.FromString,
-                    response_serializer=interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.SidecarMessage.SerializeToString,
+                    request_deserializer=interrupt_dot_v1_dot_interrupt__pb2.ToolMessage.FromString,
+                    response_serializer=interrupt_dot_v1_dot_interrupt__pb2.SidecarMessage.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -461,8 +461,8 @@ class ToolChannelService:
             request_iterator,
             target,
             '/interrupt.v1.ToolChannelService/Attach',
-            interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.ToolMessage.SerializeToString,
-            interrupt__sidecar__client_dot___proto_dot_interrupt_dot_v1_dot_interrupt__pb2.SidecarMessage.FromString,
+            interrupt_dot_v1_dot_interrupt__pb2.ToolMessage.SerializeToString,
+            interrupt_dot_v1_dot_interrupt__pb2.SidecarMessage.FromString,
             options,
             channel_credentials,
             insecure,
