@@ -36,6 +36,7 @@ SCRIPT = Path(__file__).resolve()
 # <sys/mount.h>
 MS_BIND = 4096
 MS_REC = 16384
+MS_PRIVATE = 1 << 18
 
 
 def code_paths() -> list[Path]:
@@ -45,14 +46,15 @@ def code_paths() -> list[Path]:
     return [Path(sys.executable), Path(sys.base_prefix), Path(sys.prefix), ROOT]
 
 
-def argv(command: Sequence[str], *, unshare: str | None = None) -> list[str]:
-    """``command`` wrapped so that it runs where every uid reaches :func:`code_paths`.
+def argv(command: Sequence[str], *, unshare: str | None = None, paths: Iterable[Path] | None = None) -> list[str]:
+    """``command`` wrapped so that it runs where every uid reaches ``paths`` (by default
+    :func:`code_paths`).
 
     ``unshare`` is the path of unshare(1), to make the private mount namespace; None when the
     caller already runs the result in one of its own (``unshare --mount-proc`` makes one)."""
-    paths = [str(p) for p in code_paths()]
+    reach = [str(p) for p in (code_paths() if paths is None else paths)]
     namespace = [unshare, "--mount", "--propagation", "private"] if unshare is not None else []
-    return [*namespace, sys.executable, str(SCRIPT), *paths, "--", *command]
+    return [*namespace, sys.executable, str(SCRIPT), *reach, "--", *command]
 
 
 def _searchable(directory: Path) -> bool:
@@ -123,9 +125,21 @@ def _cover(directory: Path, keep: set[str]) -> None:
                 os.close(what)
 
 
+def _own_mount_namespace() -> bool:
+    """Whether this process's mount namespace is not its parent's (or its parent is outside
+    this PID namespace: a PID 1 that ``unshare --fork --mount-proc`` made)."""
+    parent = os.getppid()
+    return parent == 0 or os.readlink(f"/proc/{parent}/ns/mnt") != os.readlink("/proc/self/ns/mnt")
+
+
 def expose(paths: Iterable[Path]) -> list[Path]:
-    """Make ``paths`` reachable by every uid in this (private) mount namespace; the
+    """Make ``paths`` reachable by every uid in this process's own mount namespace; the
     directories covered, outermost first. Needs root."""
+    if not _own_mount_namespace():
+        # Covering /root in the host's namespace would hide it from everything on the host.
+        raise RuntimeError("run me in a mount namespace of my own (unshare --mount)")
+    # Whatever propagation the namespace was made with, nothing mounted here reaches another.
+    _mount("none", Path("/"), None, MS_REC | MS_PRIVATE, None)
     ways = _ways(paths)
     covered: list[Path] = []
     # Outermost first, found again after each cover: a directory bound back keeps its own
@@ -146,6 +160,8 @@ def main(args: list[str]) -> None:
     paths, command = [Path(p) for p in args[:split]], args[split + 1 :]
     try:
         expose(paths)
+    except RuntimeError as err:
+        sys.exit(f"other_uid.py: {err}")
     except OSError as err:
         # One line, saying what to change: the test's traceback would only say EACCES.
         sys.exit(
