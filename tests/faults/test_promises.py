@@ -34,6 +34,7 @@ from interrupt_sidecar_client import Coordinator as ClientCoordinator
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2 as pb
 from interrupt_sidecar_client._proto.interrupt.v1 import interrupt_pb2_grpc as pb_grpc
 
+from tests import other_uid
 from tests.cli.implementations import native_cli, python_cli
 from tests.conftest import ROOT, DaemonProcess, free_port, group_members, start_daemon
 from tests.daemon.wire import RawTool, eventually, group_owner
@@ -399,6 +400,7 @@ def test_run_exits_5_when_the_daemon_refuses_the_process_group(workdir: Path) ->
     # allowed set (the daemon's own: root): the daemon refuses to ever signal it.
     require_root("running the wrapper as another uid needs root")
     setpriv = require_program("setpriv", "the wrapper is run as another uid")
+    unshare = require_program("unshare", "nobody reaches the checkout through a private mount namespace")
     token_file = workdir / "token"
     token_file.write_text("t" * 32 + "\n")
     token_file.chmod(0o600)
@@ -415,20 +417,13 @@ def test_run_exits_5_when_the_daemon_refuses_the_process_group(workdir: Path) ->
                 "INTERRUPT_SIDECAR_TOKEN": turn.tool_env()["INTERRUPT_SIDECAR_TOKEN"],
                 "PYTHONPATH": f"{ROOT / 'sidecar'}:{ROOT / 'clients' / 'python' / 'src'}",
             }
+            as_nobody = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable]
+            run = [*as_nobody, "-m", "interrupt_sidecar", "run", "--", "touch", str(marker / "ran")]
             result = subprocess.run(
-                [
-                    setpriv,
-                    "--reuid=65534",
-                    "--regid=65534",
-                    "--clear-groups",
-                    sys.executable,
-                    "-m",
-                    "interrupt_sidecar",
-                    "run",
-                    "--",
-                    "touch",
-                    str(marker / "ran"),
-                ],
+                # Wherever the checkout and the interpreter live (an owner-only home, pyenv
+                # under /root): nobody must reach them. One process throughout (each step
+                # execs the next), so the wrapper's PID and group are the ones started here.
+                other_uid.argv(run, unshare=unshare),
                 capture_output=True,
                 text=True,
                 timeout=60,

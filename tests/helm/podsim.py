@@ -226,34 +226,9 @@ class Pod:
             found.append({"pid": int(entry), "pgid": group, "state": state, "cmdline": cmdline})
         return found
 
-    def expose_interpreter(self) -> None:
-        """The pod's uid must be able to run the interpreter, as in the image. When it
-        lives under a root-only directory (pyenv in /root), lay a world-readable tmpfs
-        over that directory in this private mount namespace and bind the interpreter's
-        tree back into it. The host's /root is not touched."""
-        real = Path(os.path.realpath(sys.executable))
-        for blocked in real.parents:
-            if blocked != Path("/") and not blocked.stat().st_mode & 0o001:
-                break
-        else:
-            return
-        child = real.relative_to(blocked).parts[0]
-        staging = self.report.parent / "interpreter"
-        staging.mkdir()
-        commands = [
-            ["mount", "--bind", str(blocked / child), str(staging)],
-            ["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", str(blocked)],
-            ["mkdir", str(blocked / child)],
-            ["mount", "--bind", str(staging), str(blocked / child)],
-        ]
-        for command in commands:
-            subprocess.run(command, check=True, timeout=10)
-        self.log(f"exposed {blocked / child} to the pod's uid")
-
     def run(self) -> dict[str, Any]:
         spec = self.spec
         result: dict[str, Any] = {}
-        self.expose_interpreter()
         # A new network namespace starts with loopback down: the probes and the
         # metrics scrape need it, as a pod's sandbox has it up.
         lo = subprocess.run(["ip", "link", "set", "lo", "up"], capture_output=True, text=True, timeout=5, check=False)

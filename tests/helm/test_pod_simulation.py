@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests import other_uid
 from tests.helm.chart import CI_VALUES, Doc, agents, env, find, mounts, render, sidecar, volumes
 from tests.requires import require_program, require_root
 
@@ -119,7 +120,10 @@ def run_pod(spec: dict[str, Any], base: Path) -> dict[str, Any]:
     spec_path.write_text(json.dumps(spec))
     # --kill-child: if this test dies, the namespace's PID 1 dies, and the kernel kills the rest.
     argv = ["unshare", "--pid", "--fork", "--mount-proc", "--net", "--kill-child=SIGKILL"]
-    subprocess.run([*argv, sys.executable, str(PODSIM), "pod", str(spec_path)], cwd=ROOT, timeout=50, check=True)
+    # The pod's uid runs the interpreter, the venv and the checkout, wherever they live:
+    # --mount-proc made a private mount namespace, in which they are made reachable.
+    pod = other_uid.argv([sys.executable, str(PODSIM), "pod", str(spec_path)])
+    subprocess.run([*argv, *pod], cwd=ROOT, timeout=50, check=True)
     report = Path(spec["report"])
     result: dict[str, Any] = json.loads((report / "pod.json").read_text())
     for name in ("daemon", "agent", "tool"):

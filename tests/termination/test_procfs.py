@@ -5,13 +5,14 @@ from a descriptor that outlived it, and a tree survey must still see group chang
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import resource
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import pytest
 from interrupt_sidecar.osedge import procfs
@@ -137,20 +138,84 @@ def test_children_of_an_exited_process_are_read_again_with_their_new_parent(spaw
         os.kill(grandchild, signal.SIGKILL)
 
 
+def _same_open_file(fd: int, witness: int) -> bool:
+    """Whether descriptor ``fd`` refers to the open file that ``witness`` (a dup) refers to.
+
+    Every descriptor of one open file shares its status flags, and no other file's follow
+    them: set O_NONBLOCK through the witness, then clear it, and ``fd`` must show both (a
+    stranger that is non-blocking already would pass the first alone). Unlike a path or an
+    inode, this tells apart two pidfds on every kernel (before 6.9 all share one inode)."""
+    try:
+        fcntl.fcntl(fd, fcntl.F_GETFL)
+    except OSError:  # EBADF: closed (or closed since the listing)
+        return False
+    flags = fcntl.fcntl(witness, fcntl.F_GETFL)
+    try:
+        for nonblocking in (flags | os.O_NONBLOCK, flags & ~os.O_NONBLOCK):
+            fcntl.fcntl(witness, fcntl.F_SETFL, nonblocking)
+            if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_NONBLOCK != nonblocking & os.O_NONBLOCK:
+                return False
+        return True
+    finally:
+        fcntl.fcntl(witness, fcntl.F_SETFL, flags)
+
+
+@contextlib.contextmanager
+def witnessed(fds: Iterable[int]) -> Iterator[Callable[[], None]]:
+    """Keep the open files behind ``fds`` identifiable after those numbers are closed, and
+    yield a check that no descriptor of this process (the witnesses aside) still refers to
+    any of them.
+
+    Why not look at the numbers: a freed number goes to the next file opened, which is
+    often another pidfd (the table's own, for a process that appeared since its last scan,
+    opened in the very scan that closed ours), and ``readlink`` names every pidfd
+    ``anon_inode:[pidfd]``, whoever's it is. The witness (a dup) pins the file itself."""
+    witnesses = [os.dup(fd) for fd in fds]
+
+    def closed_everywhere() -> None:
+        for name in os.listdir("/proc/self/fd"):
+            fd = int(name)
+            if fd in witnesses:
+                continue
+            for witness in witnesses:
+                assert not _same_open_file(fd, witness), f"descriptor {fd} still refers to a closed file"
+
+    try:
+        yield closed_everywhere
+    finally:
+        for witness in witnesses:
+            os.close(witness)
+
+
 def test_an_exited_process_is_dropped_and_its_descriptors_closed(spawn: Callable[..., Child]) -> None:
     child = spawn()
     assert child.pid in procfs.scan()
     table = procfs._table
-    fds = (table._stat_fds[child.pid], table._pidfds[child.pid])
-    child.stop()
-    assert child.pid not in procfs.scan()
-    assert child.pid not in table._stat_fds and child.pid not in table._pidfds
-    for fd in fds:
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except FileNotFoundError:
-            target = ""
-        assert target not in (f"/proc/{child.pid}/stat", "anon_inode:[pidfd]")
+    with witnessed([table._stat_fds[child.pid], table._pidfds[child.pid]]) as closed_everywhere:
+        child.stop()
+        assert child.pid not in procfs.scan()
+        assert child.pid not in table._stat_fds and child.pid not in table._pidfds
+        closed_everywhere()
+
+
+def test_a_closed_pidfd_is_told_from_another_pidfd_that_took_its_number(spawn: Callable[..., Child]) -> None:
+    # The reuse the check above must see through, made on purpose: the number of a closed
+    # pidfd now names another process's pidfd (what the table's next read of a new process
+    # does, when one appeared since its last scan).
+    child, other = spawn(), spawn()
+    pidfd = os.pidfd_open(child.pid)
+    stranger = os.pidfd_open(other.pid)
+    try:
+        with witnessed([pidfd]) as closed_everywhere:
+            with pytest.raises(AssertionError, match=f"descriptor {pidfd} still refers"):
+                closed_everywhere()  # open: the check must still catch a file left open
+            # Atomically: the child's pidfd closed, the number given to the stranger's.
+            os.dup2(stranger, pidfd)
+            assert os.readlink(f"/proc/self/fd/{pidfd}") == "anon_inode:[pidfd]"
+            closed_everywhere()
+    finally:
+        os.close(pidfd)
+        os.close(stranger)
 
 
 def test_a_zombie_is_read_again_until_it_is_reaped(spawn: Callable[..., Child]) -> None:
