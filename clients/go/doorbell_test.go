@@ -199,8 +199,8 @@ func (n notifications) once(t *testing.T) {
 	}
 }
 
-// waitTripped waits for the trip: Done, then the context (cancelled right after Done
-// is closed).
+// waitTripped waits for the trip: Done, then the context (cancelled before Done is
+// closed, so the second wait returns at once).
 func waitTripped(t *testing.T, run *sidecar.Run) {
 	t.Helper()
 	timeout := time.After(wait)

@@ -17,3 +17,11 @@ func DoorbellDone(r *Run) <-chan struct{} {
 	}
 	return r.stream.doorbell.done
 }
+
+// SetTripHook makes hook run inside each trip, between the context's cancel and Done
+// closing, until the returned function restores the previous hook. Not for parallel tests.
+func SetTripHook(hook func(*Run)) (restore func()) {
+	previous := testHookTrip
+	testHookTrip = hook
+	return func() { testHookTrip = previous }
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -62,7 +63,7 @@ type Run struct {
 	cancelCtx context.CancelCauseFunc
 	tripped   chan struct{}
 	tripOnce  sync.Once
-	trip      *CancelledError // set once, before tripped is closed
+	trip      atomic.Pointer[CancelledError] // set once, before ctx is cancelled and tripped closed
 
 	stream *toolStream // nil in no-op mode
 	runner *terminatorRunner
@@ -174,30 +175,48 @@ func (r *Run) onCancel(cancel *pb.Cancel) {
 }
 
 // tripWith trips the run once; later calls change nothing (the first reason wins).
+//
+// In order: the cancellation is set (Cancellation, Cancelled); the context is cancelled
+// (its Done closes, its cause is set, and each context.AfterFunc listener is started in a
+// goroutine of its own); Done closes. Done closed last means that whoever waits on either
+// channel finds the other's side of the trip in place: Done used to close first, so a tool
+// woken by it could read a nil Context().Err() and return a nil cause. The listeners
+// themselves cannot be waited for here: context.AfterFunc gives no way to know when they end.
 func (r *Run) tripWith(cancelled *CancelledError) {
 	r.tripOnce.Do(func() {
-		r.trip = cancelled
-		close(r.tripped)
+		r.trip.Store(cancelled)
 		r.cancelCtx(cancelled)
+		if testHookTrip != nil {
+			testHookTrip(r)
+		}
+		close(r.tripped)
 	})
 }
+
+// testHookTrip, when set (by the package's tests only), runs inside a trip between the
+// context's cancel and Done closing: where the trip's order can be looked at.
+var testHookTrip func(*Run)
 
 // Context is cancelled when the execution trips (cause: a [*CancelledError]), when the
 // ctx given to [Attach] is, or when the run is closed (cause: [ErrRunClosed]). Use
 // context.AfterFunc on it for an on-cancel listener, and pass it to the tool's work.
+//
+// A trip sets [Run.Cancellation] first, then cancels the context, then closes
+// [Run.Done]. An AfterFunc listener runs in a goroutine of its own, started when the
+// context is cancelled: nothing orders it before the code woken by Context().Done() or
+// Done(), so a tool that needs a listener's effect waits for the listener itself (a
+// channel it closes).
 func (r *Run) Context() context.Context { return r.ctx }
 
-// Done is closed when the execution trips, and only then (unlike Context().Done()).
+// Done is closed when the execution trips, and only then (unlike Context().Done()). It
+// closes after the context is cancelled: once it has, Context().Err() is not nil.
 func (r *Run) Done() <-chan struct{} { return r.tripped }
 
-// Cancellation is the execution's cancellation, or nil while it has not tripped.
+// Cancellation is the execution's cancellation, or nil while it has not tripped. It is set
+// before the context is cancelled, so it is known to whoever sees the context cancelled by
+// the trip.
 func (r *Run) Cancellation() *CancelledError {
-	select {
-	case <-r.tripped:
-		return r.trip
-	default:
-		return nil
-	}
+	return r.trip.Load()
 }
 
 // Cancelled reports whether the execution has tripped.

@@ -240,6 +240,57 @@ func TestCancelReachesTheContextWithItsCause(t *testing.T) {
 	}
 }
 
+// Whoever a trip wakes, through Done or through the context, finds the rest of the trip
+// in place: the context cancelled, the cancellation set. Done used to close first, so a
+// tool woken by it could read a nil Context().Err(). The hook holds the tripping goroutine
+// between its two releases (where a loaded machine may deschedule it) while the test looks.
+func TestATripClosesDoneOnlyOnceTheContextIsCancelled(t *testing.T) {
+	reached, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	letGo := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(sidecar.SetTripHook(func(*sidecar.Run) {
+		close(reached)
+		<-release
+	}))
+	d := startDaemon(t)
+	run, s := attach(t, d, sidecar.Cooperative, untripped)
+	t.Cleanup(letGo) // before the run's Close, should the test end early
+	s.cancel(pb.InterruptReason_INTERRUPT_REASON_USER_SIGINT, "ctrl-c", time.Now())
+	select {
+	case <-reached:
+	case <-time.After(wait):
+		t.Fatal("the run did not trip")
+	}
+	func() {
+		defer letGo()
+		select {
+		case <-run.Done():
+			if run.Context().Err() == nil {
+				t.Error("Done was closed before the context was cancelled")
+			}
+		default:
+		}
+		select {
+		case <-run.Context().Done():
+			if c := run.Cancellation(); c == nil || c.Reason != sidecar.ReasonUserSigint {
+				t.Errorf("the context was cancelled before the cancellation was set: %v", c)
+			}
+		default:
+		}
+		if run.Cancellation() == nil {
+			t.Error("the trip is under way and the cancellation is not set")
+		}
+	}()
+	select {
+	case <-run.Done():
+	case <-time.After(wait):
+		t.Fatal("Done was not closed")
+	}
+	if _, ok := sidecar.Cancellation(run.Context()); !ok {
+		t.Fatalf("cause = %v", context.Cause(run.Context()))
+	}
+}
+
 func TestAttachAfterTheTripIsCancelledAtOnce(t *testing.T) {
 	d := startDaemon(t)
 	run, _ := attach(t, d, sidecar.Cooperative, func(s *serverStream) {

@@ -169,6 +169,134 @@ async def test_a_cancelled_wait_leaves_no_listener_behind() -> None:
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(signal.wait(), 0.01)
     assert signal._listeners == {}
+    assert signal._waiters == {}
+
+
+def test_waiters_wake_only_after_the_listeners_registered_before_the_trip() -> None:
+    # The single_shot race (issue 27): a waiter woken before the listeners could report
+    # before one registered before the trip had run, the tripping thread descheduled in
+    # between. The listener holds the trip there while the test looks at the event.
+    source = CancellationSource()
+    signal = source.signal
+    order: list[str] = []
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_listener() -> None:
+        order.append("listener")
+        entered.set()
+        release.wait(WAIT_S)
+        order.append("listener done")
+
+    signal.on_cancel(slow_listener)
+    waiter_saw: list[str] = []
+
+    def waiter() -> None:
+        if signal.event.wait(WAIT_S):
+            waiter_saw.extend(order)
+
+    waiting = threading.Thread(target=waiter)
+    waiting.start()
+    tripper = threading.Thread(target=source.cancel, args=(InterruptReason.USER_SIGINT,))
+    tripper.start()
+    try:
+        assert entered.wait(WAIT_S)
+        assert signal.is_cancelled  # the state shows the trip from its first moment
+        assert not signal.event.is_set(), "the event was set before the listener had run"
+        assert not signal.event.wait(0)
+        assert waiting.is_alive()
+    finally:
+        release.set()
+        tripper.join(WAIT_S)
+        waiting.join(WAIT_S)
+    assert signal.event.is_set()
+    assert waiter_saw == ["listener", "listener done"]
+
+
+async def test_async_waits_return_only_after_the_listeners_registered_before_the_trip() -> None:
+    source = CancellationSource()
+    signal = source.signal
+    order: list[str] = []
+    entered, release = threading.Event(), threading.Event()
+
+    async def wait_and_look() -> list[str]:
+        await signal.wait()
+        return list(order)
+
+    # Waiting since before the listener was registered: still woken after it.
+    early = asyncio.ensure_future(wait_and_look())
+    await asyncio.sleep(0)
+
+    def slow_listener() -> None:
+        order.append("listener")
+        entered.set()
+        release.wait(WAIT_S)
+        order.append("listener done")
+
+    signal.on_cancel(slow_listener)
+    tripper = threading.Thread(target=source.cancel, args=(InterruptReason.USER_SIGINT,))
+    tripper.start()
+    try:
+        assert await asyncio.to_thread(entered.wait, WAIT_S)
+        late = asyncio.ensure_future(wait_and_look())  # begun while the listener runs
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert not late.done(), "a wait begun during the trip returned before the listener had run"
+        assert not early.done(), "a wait returned before the listener had run"
+    finally:
+        release.set()
+    seen = await asyncio.wait_for(asyncio.gather(early, late), WAIT_S)
+    assert list(seen) == [["listener", "listener done"]] * 2
+    await asyncio.to_thread(tripper.join, WAIT_S)
+    assert signal._waiters == {}
+
+
+def test_a_listener_that_waits_on_its_own_signal_does_not_deadlock() -> None:
+    source = CancellationSource()
+    signal = source.signal
+    ran: list[object] = []
+
+    def waits_on_its_signal() -> None:
+        # On the tripping thread: waiting for the listeners would be waiting for itself.
+        ran.append(signal.event.wait(WAIT_S))
+        ran.append(signal.event.is_set())
+        ran.append(asyncio.run(asyncio.wait_for(signal.wait(), WAIT_S)).reason)
+        signal.on_cancel(lambda: ran.append("nested"))  # tripped: runs at once, here
+        ran.append(source.cancel(InterruptReason.NOW_PRIORITY_INPUT))
+
+    signal.on_cancel(waits_on_its_signal)
+    signal.on_cancel(lambda: ran.append("second"))
+    assert source.cancel(InterruptReason.TASK_CANCELLED)
+    assert ran == [True, True, InterruptReason.TASK_CANCELLED, "nested", False, "second"]
+
+
+def test_a_listener_added_while_the_trip_runs_runs_once_on_its_own_thread() -> None:
+    source = CancellationSource()
+    signal = source.signal
+    entered, release = threading.Event(), threading.Event()
+    first_done = threading.Event()
+
+    def slow_listener() -> None:
+        entered.set()
+        release.wait(WAIT_S)
+        first_done.set()
+
+    signal.on_cancel(slow_listener)
+    tripper = threading.Thread(target=source.cancel, args=(InterruptReason.USER_SIGINT,))
+    tripper.start()
+    late: list[int] = []
+    try:
+        assert entered.wait(WAIT_S)
+        # The trip took its listeners already: this one runs at once, here, while the
+        # trip's own listener still runs.
+        signal.on_cancel(lambda: late.append(threading.get_ident()))
+        assert late == [threading.get_ident()]
+        assert not first_done.is_set()
+    finally:
+        release.set()
+        tripper.join(WAIT_S)
+    assert signal.event.wait(WAIT_S)
+    assert first_done.is_set()
+    assert late == [threading.get_ident()]
 
 
 def test_the_noop_signal_never_trips_and_drops_listeners() -> None:

@@ -755,6 +755,10 @@ impl Run {
     /// It is a child of the run's own token: cancelling it yourself affects only it.
     /// The reason is set before the token is cancelled, so [`reason`](Self::reason) is
     /// known to whoever sees the token cancelled.
+    ///
+    /// An on-cancel listener is a task awaiting `token.cancelled()`: the trip wakes it
+    /// together with every other waiter (such as [`cancelled`](Self::cancelled)), in no
+    /// order. Await the listener's `JoinHandle` when its effect is needed.
     pub fn token(&self) -> CancellationToken {
         self.inner.token.child_token()
     }

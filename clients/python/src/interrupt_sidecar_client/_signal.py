@@ -23,7 +23,24 @@ Listener = Callable[[], object]
 
 
 class _ReadOnlyEvent(threading.Event):
-    """A ``threading.Event`` that only its signal can set, and nobody can clear."""
+    """A ``threading.Event`` that only its signal can set, and nobody can clear.
+
+    It is set when the trip's listeners have run. On the thread running them it reads as
+    set already: a listener that waits on it would otherwise wait for itself.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: ``threading.get_ident()`` of the thread running the trip's listeners, while it does.
+        self._tripper: int | None = None
+
+    def is_set(self) -> bool:
+        return super().is_set() or self._tripper == threading.get_ident()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._tripper == threading.get_ident():
+            return True
+        return super().wait(timeout)
 
     def set(self) -> None:
         raise TypeError("a CancellationSignal's event is read-only: it is set by the signal's trip")
@@ -45,19 +62,34 @@ class CancellationSignal:
       that trips the signal; one registered after the trip runs at once, on the
       registering thread. A listener must be quick and non-blocking; one that raises is
       logged and does not stop the others.
+    * Waiters wake after the listeners: :meth:`wait` (``await signal``) returns and
+      :attr:`event` is set only once every listener registered before the trip has run,
+      so code that waited for the cancel sees their effect. The state reads
+      (:attr:`is_cancelled`, :attr:`cancellation`, :meth:`checkpoint`) show the trip from
+      its first moment, before the listeners have run: wait rather than poll for that
+      guarantee. A THREAD_INTERRUPT interrupt is fired by a listener the run registers
+      when the block is entered, so code woken by it is not ordered after the tool's own
+      listeners; it can ``signal.event.wait()`` for them.
+    * A listener may use its signal: on the thread running the listeners the event reads
+      as set and waits return at once (waiting there for the listeners after it would
+      never end). A listener registered from another thread while the trip is under way
+      runs at once on that thread, possibly before the trip's own listeners finish, and
+      still exactly once.
 
     A tool gets its signal from ``attach(...)`` (``run.signal``). Outside an agent that
     is :data:`NOOP_SIGNAL`, which is never cancelled. For tests, :class:`CancellationSource`
     makes one you can trip.
     """
 
-    __slots__ = ("_cancellation", "_event", "_keys", "_listeners", "_lock")
+    __slots__ = ("_cancellation", "_event", "_keys", "_listeners", "_lock", "_waiters")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._cancellation: Cancellation | None = None
         # Insertion-ordered: the order listeners run in.
         self._listeners: dict[int, Listener] = {}
+        # The wake-ups of async waits: run after the listeners, with the event.
+        self._waiters: dict[int, Listener] = {}
         self._keys = itertools.count()
         self._event = _ReadOnlyEvent()
 
@@ -89,7 +121,8 @@ class CancellationSignal:
     def event(self) -> threading.Event:
         """A ``threading.Event`` set at the trip: ``signal.event.wait(0.1)`` is an interruptible sleep.
 
-        Read-only: ``set()`` and ``clear()`` raise ``TypeError``.
+        Set once the listeners registered before the trip have run (on the thread running
+        them it reads as set already). Read-only: ``set()`` and ``clear()`` raise ``TypeError``.
         """
         return self._event
 
@@ -102,14 +135,14 @@ class CancellationSignal:
     # -- waiting -----------------------------------------------------------------
 
     async def wait(self) -> Cancellation:
-        """Wait until cancelled (at once if it already is) and return the cancellation.
+        """Wait until cancelled and return the cancellation.
 
-        Works on any event loop, whichever thread trips the signal. Combine with
+        Returns once the listeners registered before the trip have run (at once if they
+        have). Works on any event loop, whichever thread trips the signal. Combine with
         ``asyncio.timeout`` for a bounded wait.
         """
-        cancellation = self._cancellation
-        if cancellation is not None:
-            return cancellation
+        if self._event.is_set():
+            return self._cancelled()
         loop = asyncio.get_running_loop()
         woken: asyncio.Future[None] = loop.create_future()
 
@@ -118,13 +151,24 @@ class CancellationSignal:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(_resolve, woken)
 
-        key = self._add_listener(wake)
+        with self._lock:
+            # Checked under the lock the trip sets the event under: no wake-up is missed.
+            key = None if self._event.is_set() else next(self._keys)
+            if key is not None:
+                self._waiters[key] = wake
+        if key is None:
+            return self._cancelled()
         try:
             await woken
         finally:
-            self._remove_listener(key)
-        assert self._cancellation is not None  # the listener only runs after the trip
-        return self._cancellation
+            with self._lock:
+                self._waiters.pop(key, None)
+        return self._cancelled()
+
+    def _cancelled(self) -> Cancellation:
+        cancellation = self._cancellation
+        assert cancellation is not None  # the event is only set after the trip
+        return cancellation
 
     def __await__(self) -> Generator[Any, None, Cancellation]:
         """``await signal`` is ``await signal.wait()``."""
@@ -163,19 +207,35 @@ class CancellationSignal:
     # -- tripping (the client's side only) -------------------------------------------
 
     def _trip(self, cancellation: Cancellation) -> bool:
-        """Trip the signal; True for the call that tripped it. Later calls change nothing."""
+        """Trip the signal; True for the call that tripped it. Later calls change nothing.
+
+        In order: the signal reads as cancelled; the listeners run; the waiters wake (the
+        event is set, async waits are woken). Waking last is the point: code that waited
+        for the cancel and goes on (to report, say) must find every listener registered
+        before the trip run, however long this thread is descheduled in between.
+        """
         with self._lock:
             if self._cancellation is not None:
                 return False
             self._cancellation = cancellation
             # Take the listeners under the lock: one added from here on sees the trip and
-            # runs itself, so each listener runs exactly once. The event is set under the
-            # lock too, so nobody can see is_cancelled without the event being set.
+            # runs itself (on the adding thread), so each listener runs exactly once.
             listeners = list(self._listeners.values())
             self._listeners.clear()
-            self._event._trip()
-        for listener in listeners:
-            _call(listener)
+            self._event._tripper = threading.get_ident()
+        try:
+            for listener in listeners:
+                _call(listener)
+        finally:
+            # _call contains what a listener raises short of a BaseException (KeyboardInterrupt
+            # from the THREAD_INTERRUPT SIGINT, say): whatever happened, the waiters must wake.
+            with self._lock:
+                self._event._tripper = None
+                self._event._trip()
+                waiters = list(self._waiters.values())
+                self._waiters.clear()
+            for wake in waiters:
+                _call(wake)
         return True
 
     def __repr__(self) -> str:

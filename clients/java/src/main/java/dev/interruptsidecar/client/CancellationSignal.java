@@ -16,7 +16,27 @@ import java.util.concurrent.CompletableFuture;
  *       whichever brought the cancel first); one registered after the trip runs
  *       at once, on the registering thread. A listener must be quick and non-blocking; one that
  *       throws is logged and stops no other.
+ *   <li>Waiters wake after the listeners: {@link #await()}, {@link #await(Duration)} and {@link
+ *       #whenCancelled()}'s futures return or complete only once every listener registered
+ *       before the trip has run (returned or thrown). So a thread that waited for the cancel
+ *       sees the effect of those listeners. The state reads ({@link #isCancelled}, {@link
+ *       #getCancellation}, {@link #checkpoint}) show the trip from its first moment, before the
+ *       listeners have run, so polling gives no such guarantee: wait instead (once cancelled,
+ *       {@code await()} only waits for the listeners still running).
  * </ul>
+ *
+ * <p>The trip in order: the signal reads as cancelled; a {@link InterruptBehavior#THREAD_INTERRUPT}
+ * run's worker is interrupted; the listeners run; the waiters wake. The worker is interrupted
+ * first because the interrupt must reach it wherever it blocks: code woken by the {@link
+ * InterruptedException} rather than by {@code await()} may run before the listeners have, and
+ * calls {@code await()} (which then returns as soon as they have) if it needs their effect.
+ *
+ * <p>A listener may use the signal: on the tripping thread, where the listeners run, {@code
+ * await()} returns at once and {@code whenCancelled()} is already complete, since waiting there
+ * for the listeners after it would wait forever. It must not wait for another thread that
+ * waits on the signal. A listener registered while the trip is under way, from another thread,
+ * runs at once on that thread, possibly before the trip's own listeners have finished; it
+ * still runs exactly once.
  *
  * <p>A tool gets its signal from its {@link ToolRun}, or from {@link InterruptAccess#signalOf}.
  * Outside an agent it is {@link NoopCancellationSignal#INSTANCE}, never cancelled, so a tool
@@ -67,7 +87,8 @@ public interface CancellationSignal {
   void onCancel(Runnable listener);
 
   /**
-   * Waits until cancelled, at most {@code timeout}: an interruptible sleep.
+   * Waits until cancelled, at most {@code timeout}: an interruptible sleep. Returns once the
+   * listeners registered before the trip have run (at once on the tripping thread).
    *
    * @param timeout how long to wait at most
    * @return true when cancelled, false when the time ran out first
@@ -76,7 +97,8 @@ public interface CancellationSignal {
   boolean await(Duration timeout) throws InterruptedException;
 
   /**
-   * Waits until cancelled, however long that takes.
+   * Waits until cancelled, however long that takes. Returns once the listeners registered
+   * before the trip have run (at once on the tripping thread).
    *
    * @return the cancellation
    * @throws InterruptedException if this thread is interrupted while waiting
@@ -84,7 +106,8 @@ public interface CancellationSignal {
   Cancellation await() throws InterruptedException;
 
   /**
-   * A future completed with the cancellation at the trip (at once if already cancelled).
+   * A future completed with the cancellation at the trip (at once if already cancelled), when
+   * {@link #await()} would return: after the listeners registered before the trip have run.
    * Completing or cancelling the returned future does not affect the signal.
    *
    * @return a fresh future; never completes for a signal that never trips

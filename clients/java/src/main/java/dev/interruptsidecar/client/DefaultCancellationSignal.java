@@ -8,18 +8,31 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 /**
  * The signal the client trips: from the daemon's cancel, or from a {@link CancellationSource}.
  * Tools see it as a {@link CancellationSignal}; only this package can trip it.
+ *
+ * <p>A trip, on the tripping thread: (1) {@link #cancellation} is set, under {@link #lock},
+ * with the hooks and listeners taken; (2) the hooks run; {@link #hooksRun} opens; (3) the
+ * listeners run, in registration order; (4) {@link #woken} opens and {@link #wokenFuture}
+ * completes: the waiters wake. Waking last is the point: a thread that waited for the cancel
+ * and goes on to act (to report, say) must find the effect of every listener registered before
+ * the trip, however long the tripping thread is descheduled between two of the steps.
  */
 final class DefaultCancellationSignal implements CancellationSignal {
   private static final System.Logger LOG = System.getLogger(DefaultCancellationSignal.class.getName());
 
   private final Object lock = new Object();
-  private final CountDownLatch tripped = new CountDownLatch(1);
+  /** Opens when the trip's hooks have run (step 2): what {@link #awaitTrip} waits for. */
+  private final CountDownLatch hooksRun = new CountDownLatch(1);
+  /** Opens when the trip's listeners have run too (step 4): what {@link #await} waits for. */
+  private final CountDownLatch woken = new CountDownLatch(1);
+  /** Completed with {@link #woken}: the source of {@link #whenCancelled}'s futures. */
+  private final CompletableFuture<Cancellation> wokenFuture = new CompletableFuture<>();
   /** Insertion-ordered: the order listeners run in. Guarded by {@link #lock}. */
   private final Map<Long, Runnable> listeners = new LinkedHashMap<>();
   /** Run at the trip before waiters wake (THREAD_INTERRUPT). Guarded by {@link #lock}. */
@@ -27,6 +40,13 @@ final class DefaultCancellationSignal implements CancellationSignal {
 
   private long nextKey;
   private volatile Cancellation cancellation;
+  /**
+   * The thread running the trip's hooks and listeners, from step 1 until the waiters wake; null
+   * before and after. A hook or listener that waits for the signal it is being run by would
+   * otherwise wait for itself: on this thread the waits return at once (the listeners before
+   * it have run; the ones after it cannot have, and can't be waited for from here).
+   */
+  private volatile Thread tripper;
 
   @Override
   public boolean isCancelled() {
@@ -104,25 +124,46 @@ final class DefaultCancellationSignal implements CancellationSignal {
 
   @Override
   public boolean await(Duration timeout) throws InterruptedException {
-    return tripped.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
+    if (isTripper()) {
+      return true;
+    }
+    return woken.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
   }
 
   @Override
   public Cancellation await() throws InterruptedException {
-    tripped.await();
+    if (!isTripper()) {
+      woken.await();
+    }
     return cancellation;
   }
 
-  /**
-   * Waits (uninterruptibly, at most {@code timeout}) until a trip has run its hooks: the
-   * point where {@link #await(Duration)} returns. Listeners may still be running.
-   */
-  boolean awaitTrip(Duration timeout) {
-    return Uninterruptibly.await(tripped, timeout);
+  @Override
+  public CompletableFuture<Cancellation> whenCancelled() {
+    // Not the interface's listener-based default: a future completed by a listener would wake
+    // whoever waits on it before the listeners registered after whenCancelled() have run.
+    if (isTripper()) {
+      return CompletableFuture.completedFuture(cancellation); // join() here must not hang
+    }
+    return wokenFuture.copy();
+  }
+
+  private boolean isTripper() {
+    return tripper == Thread.currentThread();
   }
 
   /**
-   * Trips the signal. Later calls change nothing.
+   * Waits (uninterruptibly, at most {@code timeout}) until a trip has run its hooks. The
+   * listeners may still be running: the stream's reader waits here for the doorbell's thread,
+   * and must not wait on tools' listeners (which may be waiting on the stream).
+   */
+  boolean awaitTrip(Duration timeout) {
+    return isTripper() || Uninterruptibly.await(hooksRun, timeout);
+  }
+
+  /**
+   * Trips the signal: hooks, then listeners, then the waiters wake (see the class comment).
+   * Later calls change nothing.
    *
    * @return true for the call that tripped it
    */
@@ -134,17 +175,27 @@ final class DefaultCancellationSignal implements CancellationSignal {
       if (cancellation != null) {
         return false;
       }
+      tripper = Thread.currentThread();
       cancellation = tripWith;
-      // Taken under the lock: a listener added from here on sees the trip and runs itself,
-      // so each listener runs exactly once.
+      // Taken under the lock: a listener added from here on sees the trip and runs itself
+      // (on the adding thread, maybe before these), so each listener runs exactly once.
       hooks = new ArrayList<>(tripHooks);
       tripHooks.clear();
       toRun = new ArrayList<>(listeners.values());
       listeners.clear();
     }
-    hooks.forEach(DefaultCancellationSignal::call);
-    tripped.countDown();
-    toRun.forEach(DefaultCancellationSignal::call);
+    try {
+      hooks.forEach(DefaultCancellationSignal::call);
+      hooksRun.countDown();
+      toRun.forEach(DefaultCancellationSignal::call);
+    } finally {
+      // call() contains whatever a hook or listener throws short of a checked exception thrown
+      // sneakily; whatever happened, the waiters must wake, or they would wait forever.
+      hooksRun.countDown();
+      tripper = null;
+      woken.countDown();
+      wokenFuture.complete(tripWith);
+    }
     return true;
   }
 
