@@ -47,6 +47,8 @@ final class DefaultCancellationSignal implements CancellationSignal {
    * it have run; the ones after it cannot have, and can't be waited for from here).
    */
   private volatile Thread tripper;
+  /** Tests only: run by the trip between its step 1 (tripped, hooks taken) and its hooks. */
+  private volatile Runnable afterTripped;
 
   @Override
   public boolean isCancelled() {
@@ -185,6 +187,10 @@ final class DefaultCancellationSignal implements CancellationSignal {
       listeners.clear();
     }
     try {
+      Runnable seam = afterTripped;
+      if (seam != null) {
+        seam.run();
+      }
       hooks.forEach(DefaultCancellationSignal::call);
       hooksRun.countDown();
       toRun.forEach(DefaultCancellationSignal::call);
@@ -197,6 +203,11 @@ final class DefaultCancellationSignal implements CancellationSignal {
       wokenFuture.complete(tripWith);
     }
     return true;
+  }
+
+  /** Tests only: {@code seam} runs in the trip after its state change (step 1), before its hooks. */
+  void afterTripped(Runnable seam) {
+    afterTripped = seam;
   }
 
   private static void call(Runnable listener) {

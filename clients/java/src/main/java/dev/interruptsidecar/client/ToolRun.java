@@ -8,6 +8,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 
 /**
  * One tool run attached to its execution (or running without a sidecar): the run's {@link
@@ -57,13 +58,20 @@ public final class ToolRun implements AutoCloseable {
   private final String toolId;
   private final Duration grace;
   private final Thread worker;
-  private final AtomicBoolean workerInterrupted = new AtomicBoolean();
+  /**
+   * Set by whoever interrupts the worker, so that it is interrupted at most once. Attached to a
+   * daemon, it is shared with the trip hook {@link Builder#attach()} adds before the handshake:
+   * the hook interrupts the worker itself while the run is not built yet, through {@link
+   * #interruptWorker()} once it is, and whichever of the two gets here first interrupts.
+   */
+  private final AtomicBoolean workerInterrupted;
   private final AtomicBoolean unwound = new AtomicBoolean();
   private final AtomicBoolean closed = new AtomicBoolean();
   private volatile boolean armed;
 
   private ToolRun(Builder options, CancellationSignal signal, Registrar registrar, TerminatorRunner runner,
-      ToolStream stream, LocalBackend local, Interrupt.Attached attached, Duration grace, Thread worker) {
+      ToolStream stream, LocalBackend local, Interrupt.Attached attached, Duration grace, Thread worker,
+      AtomicBoolean workerInterrupted) {
     this.signal = signal;
     this.registrar = registrar;
     this.runner = runner;
@@ -75,6 +83,7 @@ public final class ToolRun implements AutoCloseable {
     this.toolId = attached != null ? attached.getToolId() : null;
     this.grace = grace;
     this.worker = worker;
+    this.workerInterrupted = workerInterrupted;
     this.armed = worker != null;
   }
 
@@ -319,6 +328,8 @@ public final class ToolRun implements AutoCloseable {
     private Thread interruptThread;
     private Boolean doorbell;
     private String resolvedAddress;
+    /** Tests only: run by {@link #attach()} between building the run and publishing it to the trip hook. */
+    private Consumer<ToolRun> beforePublish;
 
     private Builder() {}
 
@@ -484,14 +495,23 @@ public final class ToolRun implements AutoCloseable {
       Registrar registrar = new Registrar(behavior, stream);
       registrarRef.set(registrar);
       AtomicReference<ToolRun> runRef = new AtomicReference<>();
+      // Created before the hook and given to the run: the one record of the interrupt. The hook
+      // is the only way the trip reaches the worker, and it may run at any point of what
+      // follows (the stream's reader trips the signal); with the flag shared, the hook's own
+      // interrupt (run not published yet) and the run's (published) exclude each other. Not
+      // guessed from isCancelled(): that turns true at the trip's first step, before the hooks
+      // run, so a run published in between would count as interrupted and never be.
+      AtomicBoolean workerInterrupted = new AtomicBoolean();
       if (worker != null) {
         // Armed before the handshake: a cancel that arrives with 'attached' interrupts too.
         signal.addTripHook(() -> {
           ToolRun run = runRef.get();
           if (run != null) {
-            run.interruptWorker();
-          } else {
-            worker.interrupt(); // during the handshake: the run is not built yet
+            run.interruptWorker(); // checks 'armed': not once the run has unwound
+          } else if (workerInterrupted.compareAndSet(false, true)) {
+            // During the handshake (or before the run is published): not built, so not
+            // unwound either, and the worker is interrupted here.
+            worker.interrupt();
           }
         });
       }
@@ -504,9 +524,10 @@ public final class ToolRun implements AutoCloseable {
       }
       Duration grace = attached.hasGrace()
           ? Duration.ofSeconds(attached.getGrace().getSeconds(), attached.getGrace().getNanos()) : null;
-      ToolRun run = new ToolRun(this, signal, registrar, runner, stream, null, attached, grace, worker);
-      if (signal.isCancelled() && worker != null) {
-        run.workerInterrupted.set(true); // the hook fired during the handshake
+      ToolRun run = new ToolRun(
+          this, signal, registrar, runner, stream, null, attached, grace, worker, workerInterrupted);
+      if (beforePublish != null) {
+        beforePublish.accept(run);
       }
       runRef.set(run);
       if (attached.getCancelled()) {
@@ -547,6 +568,15 @@ public final class ToolRun implements AutoCloseable {
       }
     }
 
+    /**
+     * Tests only: {@code seam} runs on the attaching thread after the handshake, once the run
+     * is built and before the trip hook can find it, so a test can put a trip there.
+     */
+    Builder beforePublish(Consumer<ToolRun> seam) {
+      this.beforePublish = seam;
+      return this;
+    }
+
     /** The hello this builder sends to the daemon at {@code daemonAddress}. */
     Interrupt.Hello hello(String resolvedToken, String daemonAddress) {
       return Interrupt.Hello.newBuilder()
@@ -566,7 +596,8 @@ public final class ToolRun implements AutoCloseable {
       Registrar registrar = new Registrar(behavior, backend);
       registrarRef.set(registrar);
       CancellationSignal visible = signal != null ? signal : NoopCancellationSignal.INSTANCE;
-      ToolRun run = new ToolRun(this, visible, registrar, runner, null, backend, null, grace, worker);
+      ToolRun run = new ToolRun(
+          this, visible, registrar, runner, null, backend, null, grace, worker, new AtomicBoolean());
       if (signal != null && worker != null && !signal.addTripHook(run::interruptWorker)) {
         run.interruptWorker(); // attached after the trip: interrupted at once
       }
