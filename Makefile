@@ -13,7 +13,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 BUF    := tools/node_modules/.bin/buf
 
-.PHONY: demo serve test install install-test native mcp-test-deps protos check-protos docs check-docs version-check lint typecheck clients pytest clean image e2e-kubernetes ensure-system-tools ensure-prometheus test-cold
+.PHONY: demo serve test install install-test native mcp-test-deps protos check-protos docs check-docs version-check lint typecheck clients pytest clean image e2e-kubernetes ensure-system-tools ensure-prometheus ensure-podman test-cold
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +70,13 @@ build/tools/.helm-version: scripts/ensure_helm.sh
 install-test: ensure-system-tools
 ensure-system-tools:
 	sh scripts/ensure_system_tools.sh
+
+# podman, runc and debootstrap (Debian's packages) for tests/image and the bench's image part:
+# installed here, not by the first test that needs them, so that no test is skipped for their
+# absence on a fresh machine and no per-test limit pays for apt.
+install-test: ensure-podman
+ensure-podman:
+	bash scripts/ensure_podman.sh
 
 # Prometheus and promtool (Debian's package) for tests/observability; a no-op once installed.
 install-test: ensure-prometheus
