@@ -1,0 +1,13 @@
+"""Adapters that tie agent frameworks' turns and tool calls to interrupt-sidecar executions.
+
+One module per framework, each importing its framework only when it is itself imported
+(``pip install 'interrupt-sidecar-client[langgraph]'`` or ``[openai-agents]``):
+
+* :mod:`interrupt_sidecar_client.adapters.langgraph` — LangChain ``create_agent`` and any
+  LangGraph graph whose tools are LangChain tools;
+* :mod:`interrupt_sidecar_client.adapters.openai_agents` — the OpenAI Agents SDK.
+
+This package itself imports nothing: ``import interrupt_sidecar_client`` never loads a
+framework. What the adapters share (the turn, its tool calls, the spawn helpers, the MCP
+config rewrite) is framework-neutral, in :mod:`interrupt_sidecar_client.adapters._turn`.
+"""

@@ -1,0 +1,527 @@
+"""What every framework adapter shares: a turn tied to an execution, its tool calls, spawning.
+
+No framework is imported here. A framework adapter:
+
+1. opens a :class:`Turn` (:func:`open_turn`): an execution it begins (or one the runtime
+   began), attached as a COOPERATIVE tool named ``<framework>:turn`` whose signal is the
+   turn's — so the daemon sees the framework call itself unwind, and a call that outlives
+   the grace shows as a grace overrun;
+2. runs the framework call in a task of its own (:func:`run_turn`) and maps the trip to
+   the framework's own cancel (cancelling that task, or a callback such as
+   ``RunResultStreaming.cancel``);
+3. runs each tool call through :func:`call_sync` (the tool's body in the thread that runs
+   it, attached THREAD_INTERRUPT) or :func:`call_async` (attached COOPERATIVE, the body in
+   a task the adapter cancels at the trip), which refuse calls of a tripped turn and turn
+   an interrupt into an "interrupted" result, never an empty success;
+4. once the framework call has stopped, waits for the tool calls still unwinding and
+   raises :class:`TurnInterrupted` with what the model should see.
+
+Tools reach their call through a context variable (frameworks copy the context into the
+tasks and worker threads they run tools in), which is how :func:`popen` and
+:func:`create_subprocess_exec` know which execution a subprocess belongs to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import os
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from interrupt_sidecar_client._coordinator import AsyncCoordinator
+from interrupt_sidecar_client._errors import CancelledExecution
+from interrupt_sidecar_client._process import AsyncManagedProcess, ManagedProcess
+from interrupt_sidecar_client._signal import CancellationSignal, CancellationSource
+from interrupt_sidecar_client._sync_tool import attach
+from interrupt_sidecar_client._tool import attach as aio_attach
+from interrupt_sidecar_client._types import BegunExecution, Cancellation, InterruptBehavior, ToolOutcome
+
+__all__ = [
+    "InterruptedCall",
+    "Turn",
+    "TurnInterrupted",
+    "bridge_stdio",
+    "call_async",
+    "call_sync",
+    "create_subprocess_exec",
+    "current_turn",
+    "interrupted_text",
+    "open_turn",
+    "popen",
+    "run_turn",
+]
+
+T = TypeVar("T")
+
+#: How long past the grace (and a process group's ``kill_after``) the adapter waits for
+#: tool calls and their processes to unwind before it gives up on them.
+UNWIND_MARGIN = 1.0
+
+
+def interrupted_text(cancellation: Cancellation | None, *, started: bool) -> str:
+    """What the model is told about a tool call the interrupt stopped (or refused)."""
+    why = cancellation.reason.name if cancellation is not None else "UNKNOWN"
+    if cancellation is not None and cancellation.detail:
+        why += f": {cancellation.detail}"
+    if started:
+        return f"Interrupted ({why}): the turn was interrupted and this tool call was stopped before it finished."
+    return f"Interrupted ({why}): the turn was interrupted, so this tool call was not run."
+
+
+@dataclass
+class InterruptedCall:
+    """A tool call of an interrupted turn: stopped while it ran, or refused (``started`` false)."""
+
+    name: str
+    call_id: str
+    started: bool
+    text: str
+
+
+class TurnInterrupted(CancelledExecution):
+    """The framework call of a turn was stopped because its execution tripped.
+
+    ``calls`` are the tool calls that were running (stopped) or refused; ``history`` is what
+    the framework's adapter could rebuild of the conversation, interrupted tool results
+    included (its shape is the framework's: LangChain messages, Agents SDK input items), or
+    None when it could not.
+    """
+
+    def __init__(
+        self,
+        cancellation: Cancellation | None,
+        *,
+        execution_id: str,
+        calls: Sequence[InterruptedCall] = (),
+        history: list[Any] | None = None,
+    ) -> None:
+        super().__init__(cancellation)
+        self.execution_id = execution_id
+        self.calls = list(calls)
+        self.history = history
+
+
+@dataclass
+class _Call:
+    name: str
+    call_id: str
+    started: bool = True
+    #: Ended by the interrupt (or ended after the trip: the framework's call is being
+    #: cancelled, so whatever it returned never reaches the model).
+    interrupted: bool = False
+    done: bool = False
+
+
+@dataclass
+class _CallScope:
+    """What a tool's body can see of the call it runs in (for the spawn helpers)."""
+
+    turn: Turn
+    name: str
+    call_id: str
+
+
+_TURN: contextvars.ContextVar[Turn | None] = contextvars.ContextVar("interrupt_sidecar_turn", default=None)
+_CALL: contextvars.ContextVar[_CallScope | None] = contextvars.ContextVar("interrupt_sidecar_call", default=None)
+
+
+def current_turn() -> Turn | None:
+    """The turn whose framework call is running in this context, if any."""
+    return _TURN.get()
+
+
+@dataclass
+class Turn:
+    """One agent turn: an execution, its signal, and the tool calls it has run."""
+
+    framework: str
+    execution_id: str
+    address: str | None
+    token: str = field(repr=False)
+    signal: CancellationSignal
+    grace: timedelta
+    _calls: list[_Call] = field(default_factory=list, repr=False)
+    _lock: threading.Condition = field(default_factory=threading.Condition, repr=False)
+    _on_trip: list[Callable[[], object]] = field(default_factory=list, repr=False)
+    _loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
+    #: What a framework adapter keeps about the turn (its own records of the calls).
+    extras: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def interrupted(self) -> bool:
+        return self.signal.is_cancelled
+
+    @contextlib.contextmanager
+    def activate(self) -> Iterator[Turn]:
+        """Make this the current turn in this context: tool calls made inside belong to it
+        (the adapters do this around the framework call; use it to run a tool yourself)."""
+        token = _TURN.set(self)
+        try:
+            yield self
+        finally:
+            _TURN.reset(token)
+
+    def on_trip(self, callback: Callable[[], object]) -> None:
+        """Call ``callback()`` on the turn's loop at the trip (soon, if tripped already)."""
+        assert self._loop is not None
+        with self._lock:
+            self._on_trip.append(callback)
+        if self.signal.is_cancelled:
+            self._loop.call_soon_threadsafe(callback)
+
+    def _fire(self) -> None:
+        with self._lock:
+            callbacks = list(self._on_trip)
+        for callback in callbacks:
+            callback()
+
+    # -- tool calls --------------------------------------------------------------
+
+    def _begin(self, name: str, call_id: str, *, started: bool = True) -> _Call:
+        call = _Call(name, call_id, started=started, interrupted=not started, done=not started)
+        with self._lock:
+            self._calls.append(call)
+        return call
+
+    def _end(self, call: _Call, *, interrupted: bool) -> None:
+        with self._lock:
+            call.interrupted = call.interrupted or interrupted or self.signal.is_cancelled
+            call.done = True
+            self._lock.notify_all()
+
+    def _settle_blocking(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while any(not call.done for call in self._calls):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return
+                self._lock.wait(remaining)
+
+    async def settle(self, timeout: float | None = None) -> None:
+        """Wait (at most ``timeout``, by default the grace plus a margin) until every tool
+        call of the turn has unwound."""
+        if timeout is None:
+            timeout = self.grace.total_seconds() * 2 + UNWIND_MARGIN
+        await asyncio.to_thread(self._settle_blocking, timeout)
+
+    def interrupted_calls(self) -> list[InterruptedCall]:
+        """The turn's tool calls the interrupt stopped or refused, in the order they began."""
+        with self._lock:
+            calls = [call for call in self._calls if call.interrupted or not call.done]
+        cancellation = self.signal.cancellation
+        return [
+            InterruptedCall(call.name, call.call_id, call.started, interrupted_text(cancellation, started=call.started))
+            for call in calls
+        ]
+
+    def refusal(self, name: str, call_id: str) -> InterruptedCall:
+        """Record a tool call refused because the turn has tripped; returns what to tell the model."""
+        call = self._begin(name, call_id, started=False)
+        return InterruptedCall(
+            call.name, call.call_id, False, interrupted_text(self.signal.cancellation, started=False)
+        )
+
+    def interrupted_error(self, history: list[Any] | None = None) -> TurnInterrupted:
+        return TurnInterrupted(
+            self.signal.cancellation, execution_id=self.execution_id, calls=self.interrupted_calls(), history=history
+        )
+
+
+@contextlib.asynccontextmanager
+async def open_turn(
+    framework: str,
+    *,
+    coordinator: AsyncCoordinator | None = None,
+    address: str | None = None,
+    execution: BegunExecution | None = None,
+    context_id: str = "",
+    grace: timedelta | float | None = None,
+    labels: Mapping[str, str] | None = None,
+    token_file: str | os.PathLike[str] | None = None,
+) -> AsyncIterator[Turn]:
+    """A turn for the duration of the block: begins an execution (ended after), or follows
+    ``execution`` (begun by the runtime, left for it to end).
+
+    ``token_file``: write the turn's attach token there (atomically) for MCP servers behind
+    ``interrupt-sidecar mcp --token-file`` (see :func:`bridge_stdio`).
+    """
+    own_coordinator: AsyncCoordinator | None = None
+    begun = execution
+    if begun is None:
+        if coordinator is None:
+            coordinator = own_coordinator = AsyncCoordinator(address)
+        begun = await coordinator.begin(
+            context_id=context_id, grace=grace, labels={"framework": framework, **dict(labels or {})}
+        )
+    try:
+        if token_file is not None:
+            _write_token(token_file, begun.attach_token)
+        run = await aio_attach(
+            behavior=InterruptBehavior.COOPERATIVE,
+            tool_name=f"{framework}:turn",
+            address=begun.address,
+            token=begun.attach_token,
+        )
+        turn = Turn(
+            framework=framework,
+            execution_id=begun.execution_id,
+            address=run.address,
+            token=begun.attach_token,
+            signal=run.signal,
+            grace=run.grace or begun.execution.grace or timedelta(milliseconds=500),
+            _loop=asyncio.get_running_loop(),
+        )
+        loop = asyncio.get_running_loop()
+        # The listener runs on whichever thread trips the signal: hop to the turn's loop,
+        # where the framework's task lives.
+        run.signal.on_cancel(lambda: loop.call_soon_threadsafe(turn._fire))
+        outcome = ToolOutcome.COMPLETED
+        try:
+            with turn.activate():
+                yield turn
+        except BaseException:
+            outcome = ToolOutcome.INTERRUPTED if turn.interrupted else ToolOutcome.FAILED
+            raise
+        finally:
+            if turn.interrupted:
+                outcome = ToolOutcome.INTERRUPTED
+            await run.unwind(outcome)
+    finally:
+        if execution is None:
+            assert coordinator is not None
+            try:
+                await coordinator.end(begun.execution_id)
+            finally:
+                if own_coordinator is not None:
+                    await own_coordinator.close()
+
+
+def _write_token(path: str | os.PathLike[str], token: str) -> None:
+    # The bridge re-reads the file when its inode, size or mtime changes: write it whole
+    # and rename, so it never reads half a token.
+    temporary = f"{os.fspath(path)}.tmp"
+    with open(temporary, "w") as handle:
+        handle.write(token)
+    os.replace(temporary, path)
+
+
+async def run_turn(turn: Turn, call: Awaitable[T], *, history: Callable[[], Awaitable[list[Any] | None]]) -> T:
+    """Run the framework's call in a task of its own; at the trip cancel it, wait for the tool
+    calls to unwind, and raise :class:`TurnInterrupted` with ``await history()``."""
+    task: asyncio.Future[T] = asyncio.ensure_future(call)
+    turn.on_trip(task.cancel)
+    try:
+        return await task
+    except BaseException as error:
+        current = asyncio.current_task()
+        # Ours when the turn tripped and nobody cancelled the caller (asyncio.timeout's rule).
+        if not turn.interrupted or (current is not None and current.cancelling()):
+            raise
+        await turn.settle()
+        raise turn.interrupted_error(await history()) from error
+
+
+# -- tool calls ------------------------------------------------------------------------
+
+
+def call_sync(name: str, call_id: str, body: Callable[[], T], interrupted: Callable[[InterruptedCall], T]) -> T:
+    """Run a sync tool's ``body`` in this thread as a THREAD_INTERRUPT tool of the current turn.
+
+    At the trip the thread is interrupted (the client's THREAD_INTERRUPT) and the result is
+    ``interrupted(call)``; a call of a tripped turn is refused the same way without running.
+    Outside a turn, ``body()`` runs as it is.
+    """
+    turn = _TURN.get()
+    if turn is None:
+        return body()
+    if turn.interrupted:
+        return interrupted(turn.refusal(name, call_id))
+    record = turn._begin(name, call_id)
+    stopped = False
+    try:
+        with attach(
+            behavior=InterruptBehavior.THREAD_INTERRUPT,
+            tool_name=name,
+            tool_call_id=call_id,
+            address=turn.address,
+            token=turn.token,
+        ):
+            token = _CALL.set(_CallScope(turn, name, call_id))
+            try:
+                return body()
+            finally:
+                _CALL.reset(token)
+    except CancelledExecution:
+        stopped = True
+        return interrupted(
+            InterruptedCall(name, call_id, True, interrupted_text(turn.signal.cancellation, started=True))
+        )
+    finally:
+        turn._end(record, interrupted=stopped)
+
+
+async def call_async(
+    name: str, call_id: str, body: Callable[[], Awaitable[T]], interrupted: Callable[[InterruptedCall], T]
+) -> T:
+    """Run an async tool's ``body`` as a COOPERATIVE tool of the current turn, in a task the
+    adapter cancels at the trip; then the result is ``interrupted(call)``."""
+    turn = _TURN.get()
+    if turn is None:
+        return await body()
+    if turn.interrupted:
+        return interrupted(turn.refusal(name, call_id))
+    record = turn._begin(name, call_id)
+    stopped = False
+    try:
+        async with aio_attach(
+            behavior=InterruptBehavior.COOPERATIVE,
+            tool_name=name,
+            tool_call_id=call_id,
+            address=turn.address,
+            token=turn.token,
+        ) as run:
+            context = contextvars.copy_context()
+            context.run(_CALL.set, _CallScope(turn, name, call_id))
+
+            async def invoke() -> T:
+                return await body()
+
+            inner = asyncio.get_running_loop().create_task(invoke(), context=context)
+            loop = asyncio.get_running_loop()
+            run.signal.on_cancel(lambda: loop.call_soon_threadsafe(inner.cancel))
+            try:
+                return await inner
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if not (inner.cancelled() and run.signal.is_cancelled) or (
+                    current is not None and current.cancelling()
+                ):
+                    raise
+                stopped = True
+                return interrupted(
+                    InterruptedCall(name, call_id, True, interrupted_text(run.signal.cancellation, started=True))
+                )
+    finally:
+        turn._end(record, interrupted=stopped)
+
+
+# -- subprocesses ----------------------------------------------------------------------
+
+
+def _kill_window(grace: timedelta | None, kill_after: timedelta | float | None) -> float:
+    grace_s = grace.total_seconds() if grace is not None else 0.5
+    if kill_after is None:
+        kill_s = grace_s
+    elif isinstance(kill_after, timedelta):
+        kill_s = kill_after.total_seconds()
+    else:
+        kill_s = float(kill_after)
+    return grace_s + kill_s + UNWIND_MARGIN
+
+
+@contextlib.contextmanager
+def popen(
+    args: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    kill_after: timedelta | float | None = None,
+    **kwargs: Any,
+) -> Iterator[ManagedProcess]:
+    """Start a subprocess of the current tool call in a process group of its own, registered
+    with the daemon: at the trip the daemon kills the group and every descendant that left
+    it (``setsid`` grandchildren too), SIGKILL after ``kill_after`` (default: the grace).
+
+    The group is registered by an EXTERNALLY_TERMINATED tool ``<tool>:process`` with the
+    call's id (a THREAD_INTERRUPT or COOPERATIVE run may not register process groups).
+    Outside a turn the child still gets its own group, killed when the block ends.
+    """
+    scope = _CALL.get()
+    if scope is None:
+        local = attach(behavior=InterruptBehavior.EXTERNALLY_TERMINATED, source=CancellationSource())
+    else:
+        local = attach(
+            behavior=InterruptBehavior.EXTERNALLY_TERMINATED,
+            tool_name=f"{scope.name}:process",
+            tool_call_id=scope.call_id,
+            address=scope.turn.address,
+            token=scope.turn.token,
+        )
+    with local as run, run.registrar.popen(args, kill_after=kill_after, **kwargs) as process:
+        try:
+            yield process
+        finally:
+            if run.signal.is_cancelled and process.process.poll() is None:
+                # The daemon is killing the tree: a SIGKILL of the leader from here could
+                # orphan a setsid grandchild before the daemon has seen it. Let it finish.
+                with contextlib.suppress(Exception):
+                    process.process.wait(_kill_window(run.grace, kill_after))
+
+
+@contextlib.asynccontextmanager
+async def create_subprocess_exec(
+    program: str | os.PathLike[str],
+    *args: str | os.PathLike[str],
+    kill_after: timedelta | float | None = None,
+    **kwargs: Any,
+) -> AsyncIterator[AsyncManagedProcess]:
+    """The async :func:`popen`: ``asyncio.create_subprocess_exec`` in a registered group."""
+    scope = _CALL.get()
+    if scope is None:
+        local = aio_attach(behavior=InterruptBehavior.EXTERNALLY_TERMINATED, source=CancellationSource())
+    else:
+        local = aio_attach(
+            behavior=InterruptBehavior.EXTERNALLY_TERMINATED,
+            tool_name=f"{scope.name}:process",
+            tool_call_id=scope.call_id,
+            address=scope.turn.address,
+            token=scope.turn.token,
+        )
+    async with local as run:
+        process = await run.registrar.create_subprocess_exec(program, *args, kill_after=kill_after, **kwargs)
+        async with process:
+            try:
+                yield process
+            finally:
+                if run.signal.is_cancelled and process.returncode is None:
+                    await _outlast_cancels(process.process.wait(), _kill_window(run.grace, kill_after))
+
+
+async def _outlast_cancels(waiting: Awaitable[object], timeout: float) -> None:
+    """Await ``waiting`` up to ``timeout`` even while this task is being cancelled (the tool's
+    task is cancelled at the same trip the daemon kills its processes for); a cancel that
+    arrives meanwhile is raised after."""
+    future = asyncio.ensure_future(waiting)
+    deadline = asyncio.get_running_loop().time() + timeout
+    cancelled = False
+    while not future.done():
+        remaining = deadline - asyncio.get_running_loop().time()
+        if remaining <= 0:
+            future.cancel()
+            break
+        try:
+            await asyncio.wait({future}, timeout=remaining)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+
+
+# -- MCP -------------------------------------------------------------------------------
+
+
+def bridge_stdio(
+    command: str,
+    args: Sequence[str] = (),
+    *,
+    bridge: str = "interrupt-sidecar",
+    options: Sequence[str] = (),
+) -> tuple[str, list[str]]:
+    """The command line that runs the stdio MCP server ``command args`` behind
+    ``interrupt-sidecar mcp`` (``options`` go to the bridge, before ``--``)."""
+    return bridge, ["mcp", *options, "--", command, *args]

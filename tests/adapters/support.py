@@ -1,0 +1,65 @@
+"""What the adapter tests share: a tool that starts a process tree, and /proc checks."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from interrupt_sidecar_client import Coordinator, InterruptReason
+
+#: The daemon's grace for every turn in these tests; bounds are generous multiples of it.
+GRACE = 0.5
+#: A framework call must return within the grace plus this (a shared 2-core machine).
+MARGIN = 4.0
+
+
+def tree_command(pidfile: Path) -> list[str]:
+    """sh with a child in its group and a setsid grandchild; it writes the three pids, then waits."""
+    tmp = f"{pidfile}.tmp"
+    return [
+        "sh",
+        "-c",
+        f"echo $$ > {tmp}; sleep 60 & echo $! >> {tmp}; setsid sleep 61 & echo $! >> {tmp}; mv {tmp} {pidfile}; wait",
+    ]
+
+
+def wait_for(predicate: object, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not callable(predicate) or not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def pids_of(pidfile: Path, timeout: float = 10.0) -> list[int]:
+    wait_for(pidfile.exists, timeout, f"{pidfile}")
+    pids = [int(line) for line in pidfile.read_text().split()]
+    assert len(pids) == 3, pids
+    return pids
+
+
+def alive(pid: int) -> bool:
+    try:
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+    except FileNotFoundError:
+        return False
+    return data[data.rfind(b")") + 2 : data.rfind(b")") + 3] not in (b"Z", b"X")
+
+
+def assert_all_gone(pids: list[int], timeout: float = 5.0) -> None:
+    """Every process of the tree has left /proc (or is a zombie) within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while any(alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            survivors = [pid for pid in pids if alive(pid)]
+            for pid in survivors:  # leave nothing behind for the next test
+                os.kill(pid, 9)
+            raise AssertionError(f"survivors: {survivors}")
+        time.sleep(0.02)
+
+
+def interrupt_context(address: str, context_id: str) -> None:
+    with Coordinator(address) as coordinator:
+        outcomes = coordinator.interrupt(context_id=context_id, reason=InterruptReason.USER_SIGINT, detail="Esc")
+        assert any(outcome.tripped for outcome in outcomes), outcomes
