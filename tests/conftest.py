@@ -18,6 +18,15 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 READY_TIMEOUT_S = 20.0
 
+# A suite started with SIGINT ignored (a background job of a non-interactive shell, `cmd &`
+# in a script, or anything a harness starts that way) hands SIG_IGN to every process it
+# spawns: an ignored signal stays ignored across fork and exec, and Python and Go both keep
+# it so. Every test that presses Ctrl+C on a command (`run`, `status`, `top`, ...) would then
+# wait for an exit that never comes. A handler of our own is reset to the default at exec,
+# so the children start as they would from a terminal (tests/test_signal_dispositions.py).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 def free_port() -> int:
     """A TCP port on loopback that nothing listens on right now."""
