@@ -189,15 +189,17 @@ def test_ctrl_c_while_waiting_for_the_daemon_exits_130(cli: CommandLine, tmp_sho
         silent.bind(str(path))
         silent.listen()
         silent.settimeout(20)
-        waiting = cli.popen("status", "--address", f"unix://{path}")
-        try:
-            connection, _ = silent.accept()  # the command has connected and is waiting
-            with connection:
-                waiting.send_signal(signal.SIGINT)
-                stdout, stderr = waiting.communicate(timeout=20)
-        finally:
-            waiting.kill()
-            waiting.wait()
+        # `with`: its pipes are closed even when the test fails, so no ResourceWarning of
+        # theirs is raised later, in whichever unrelated test the garbage collector runs in.
+        with cli.popen("status", "--address", f"unix://{path}") as waiting:
+            try:
+                connection, _ = silent.accept()  # the command has connected and is waiting
+                with connection:
+                    waiting.send_signal(signal.SIGINT)
+                    stdout, stderr = waiting.communicate(timeout=20)
+            finally:
+                waiting.kill()
+                waiting.wait()
     assert waiting.returncode == 130, stderr
     assert stdout == ""
     assert "Traceback" not in stderr

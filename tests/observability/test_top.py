@@ -42,18 +42,20 @@ class _Top:
         return self.text.rsplit("interrupt-sidecar top — ", 1)[-1]
 
     def finish(self, timeout: float = 20) -> tuple[int, str]:
+        assert self.process.stdout is not None and self.process.stderr is not None
         try:
             code = self.process.wait(timeout)
+            self._pump.join(5)
+            stderr = self.process.stderr.read()
         finally:
+            # Killed, reaped and its pipes closed even when the wait fails: a pipe left open
+            # raises its ResourceWarning later, in whichever test the collector runs in.
             if self.process.poll() is None:
                 self.process.kill()
                 self.process.wait(5)
-        self._pump.join(5)
-        assert self.process.stderr is not None
-        stderr = self.process.stderr.read()
-        self.process.stderr.close()
-        assert self.process.stdout is not None
-        self.process.stdout.close()
+            self._pump.join(5)
+            self.process.stderr.close()
+            self.process.stdout.close()
         return code, stderr
 
 
