@@ -145,7 +145,7 @@ image:
 # etcd, the control plane and the kubelet from the Go module proxy (cached under
 # build/kubernetes; tens of minutes cold), installs containerd/runc/CNI from Debian,
 # builds the image, runs the tests and stops everything it started. Needs root.
-# Not part of `make test`: its cold build alone would take CI over its budget.
+# Not part of `make test` (it needs root and a bridge); .ci/run runs it after `make test`.
 e2e-kubernetes: install-test
 	@start=$$(date +%s); \
 	nice -n 10 bash scripts/ensure_kubernetes.sh && bash scripts/ensure_node.sh && \
