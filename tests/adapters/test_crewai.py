@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -281,3 +282,60 @@ def test_bridge_server_rewrites_crewai_and_mcp_stdio_configs() -> None:
         None,
     )
     assert os.environ.get("INTERRUPT_SIDECAR_TOKEN_FILE") is None
+
+
+class FirstToolLLM(ScriptedLLM):
+    """Calls whichever tool it is offered first (CrewAI names MCP tools after the server's
+    command line), then answers."""
+
+    def __init__(self, replies: list[Any]) -> None:
+        super().__init__(replies)
+
+    def call(self, messages: Any, tools: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if not self.sent:
+            name = tools[0]["function"]["name"]
+            self.replies.insert(0, tool_call(name, self.replies.pop(0)))
+        return super().call(messages)
+
+
+@pytest.mark.timeout(60)
+def test_an_mcp_tool_call_through_the_bridge_is_answered_at_the_trip(daemon: DaemonProcess, tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    token_file = tmp_path / "turn-token"
+    server = bridge_server(
+        MCPServerStdio(command=sys.executable, args=[str(Path(__file__).with_name("crewai_mcp_server.py"))]),
+        token_file=str(token_file),
+        bridge=str(Path(sys.executable).with_name("interrupt-sidecar")),
+        options=["--address", daemon.address],
+    )
+    llm = FirstToolLLM([f'{{"seconds": 60, "started": "{started}"}}', "too late"])
+    agent = Agent(role="coder", goal="wait", backstory="a coder", llm=llm, mcps=[server], max_iter=3)
+    crew = InterruptibleCrew(
+        Crew(agents=[agent], tasks=[Task(description="wait", expected_output="done", agent=agent)]),
+        address=daemon.address,
+        context_id="crew-mcp",
+        grace=GRACE,
+        token_file=str(token_file),
+    )
+    outcome: list[BaseException] = []
+
+    def kickoff() -> None:
+        try:
+            crew.kickoff({})
+        except BaseException as error:
+            outcome.append(error)
+
+    runner = threading.Thread(target=kickoff)
+    runner.start()
+    deadline = time.monotonic() + 30
+    while not started.exists():
+        assert time.monotonic() < deadline and runner.is_alive(), f"the MCP tool never started: {outcome}"
+        time.sleep(0.01)
+    t0 = time.monotonic()
+    interrupt_context(daemon.address, "crew-mcp")
+    runner.join(GRACE + MARGIN)
+    assert not runner.is_alive(), "kickoff did not return after the trip"
+    assert time.monotonic() - t0 < GRACE + MARGIN
+    (error,) = outcome
+    assert isinstance(error, TurnInterrupted), repr(error)
+    assert len(llm.sent) == 1, "a model call followed the trip"
