@@ -13,7 +13,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 BUF    := tools/node_modules/.bin/buf
 
-.PHONY: demo serve test install install-test native mcp-test-deps protos check-protos docs check-docs version-check lint typecheck clients pytest clean image e2e-kubernetes ensure-system-tools ensure-prometheus ensure-podman test-cold
+.PHONY: demo serve test install install-test native mcp-test-deps crewai-test-deps protos check-protos docs check-docs version-check lint typecheck clients pytest clean image e2e-kubernetes ensure-system-tools ensure-prometheus ensure-podman test-cold
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,17 @@ tests/mcp/servers/node_modules/.installed: tests/mcp/servers/package.json tests/
 $(MCP_DEPS)/shell-venv/.installed: tests/mcp/servers/requirements-shell.txt
 	$(PYTHON) -m venv $(MCP_DEPS)/shell-venv
 	$(MCP_DEPS)/shell-venv/bin/python -m pip --disable-pip-version-check -q install -r tests/mcp/servers/requirements-shell.txt
+	touch $@
+
+# The CrewAI adapter's tests (tests/adapters/test_crewai.py) in a venv of their own: crewai
+# 1.15.30 needs mcp<2, the test extra pins mcp 2.x. The client and the daemon are installed
+# into it editable; tests/adapters/test_crewai_venv.py runs the tests there.
+CREWAI_VENV := build/crewai-venv
+install-test: crewai-test-deps
+crewai-test-deps: $(CREWAI_VENV)/.installed
+$(CREWAI_VENV)/.installed: tests/adapters/requirements-crewai.txt pyproject.toml clients/python/pyproject.toml
+	$(PYTHON) -m venv $(CREWAI_VENV)
+	$(CREWAI_VENV)/bin/python -m pip --disable-pip-version-check -q install -r tests/adapters/requirements-crewai.txt -e ./clients/python -e .
 	touch $@
 
 # Helm for the chart tests (tests/helm), built once from the Go module proxy.
@@ -115,8 +126,12 @@ lint: install-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# The CrewAI adapter and its tests are checked in build/crewai-venv, where crewai is (the
+# root config leaves them out: crewai cannot be installed beside the test extra).
+CREWAI_TYPED := clients/python/src/interrupt_sidecar_client/adapters/crewai.py tests/adapters/test_crewai.py tests/adapters/crewai_mcp_server.py tests/docs/test_adapters_crewai.py
 typecheck: install-test
 	$(BIN)/mypy
+	$(CREWAI_VENV)/bin/python -m mypy --strict --python-version 3.11 --explicit-package-bases --follow-imports silent $(CREWAI_TYPED)
 
 # Go, TypeScript, Java and Rust clients and their conformance drivers, each by its own
 # toolchain; a missing toolchain is reported as skipped (an error in CI).

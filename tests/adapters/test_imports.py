@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import start_daemon
 
-FRAMEWORKS = ("langchain", "langchain_core", "langgraph", "agents", "openai")
+FRAMEWORKS = ("langchain", "langchain_core", "langgraph", "agents", "openai", "crewai")
 
 
 @pytest.mark.timeout(60)

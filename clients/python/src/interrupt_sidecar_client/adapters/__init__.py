@@ -1,11 +1,12 @@
 """Adapters that tie agent frameworks' turns and tool calls to interrupt-sidecar executions.
 
 One module per framework, each importing its framework only when it is itself imported
-(``pip install 'interrupt-sidecar-client[langgraph]'`` or ``[openai-agents]``):
+(``pip install 'interrupt-sidecar-client[langgraph]'``, ``[openai-agents]`` or ``[crewai]``):
 
 * :mod:`interrupt_sidecar_client.adapters.langgraph` — LangChain ``create_agent`` and any
   LangGraph graph whose tools are LangChain tools;
-* :mod:`interrupt_sidecar_client.adapters.openai_agents` — the OpenAI Agents SDK.
+* :mod:`interrupt_sidecar_client.adapters.openai_agents` — the OpenAI Agents SDK;
+* :mod:`interrupt_sidecar_client.adapters.crewai` — CrewAI's ``Crew.kickoff`` and its tools.
 
 This package itself imports nothing: ``import interrupt_sidecar_client`` never loads a
 framework. What the adapters share (the turn, its tool calls, the spawn helpers, the MCP
