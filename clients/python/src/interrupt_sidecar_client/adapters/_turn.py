@@ -504,6 +504,10 @@ async def run_turn(turn: Turn, call: Awaitable[T], *, history: Callable[[], Awai
     """Run the framework's call in a task of its own; at the trip cancel it, wait for the tool
     calls to unwind, and raise :class:`TurnInterrupted` with ``await history()``."""
     task: asyncio.Future[T] = asyncio.ensure_future(call)
+    if turn.interrupted:
+        # Tripped before the call began: cancelled before its first step, it never starts
+        # (on_trip's callback would only come after that step had begun the framework's run).
+        task.cancel()
     turn.on_trip(task.cancel)
     try:
         return await task
