@@ -24,6 +24,31 @@ def tree_command(pidfile: Path) -> list[str]:
     ]
 
 
+def stubborn_tree_command(pidfile: Path) -> list[str]:
+    """sh (dies at SIGTERM) with a setsid grandchild that IGNORES SIGTERM: the daemon kills the
+    leader at the trip but the grandchild only at the SIGKILL after ``kill_after``. Writes
+    both pids once the grandchild is set up, then waits."""
+    tmp, mark = f"{pidfile}.tmp", f"{pidfile}.grandchild"
+    # The grandchild writes its pid only once it is in its own session and ignores TERM
+    # (an ignored signal stays ignored across exec): a trip before that would find it still
+    # in the group, or not yet deaf to SIGTERM, and test nothing.
+    grandchild = f"trap '' TERM; echo \\$\\$ > {mark}.tmp; mv {mark}.tmp {mark}; exec sleep 61"
+    return [
+        "sh",
+        "-c",
+        f'echo $$ > {tmp}; setsid sh -c "{grandchild}" & '
+        f"while [ ! -e {mark} ]; do sleep 0.01; done; cat {mark} >> {tmp}; mv {tmp} {pidfile}; wait",
+    ]
+
+
+def survivors_now(pids: list[int]) -> list[int]:
+    """The pids still alive at this instant (no waiting); kills them so nothing is left behind."""
+    survivors = [pid for pid in pids if alive(pid)]
+    for pid in survivors:
+        os.kill(pid, 9)
+    return survivors
+
+
 def wait_for(predicate: object, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not callable(predicate) or not predicate():
@@ -32,10 +57,10 @@ def wait_for(predicate: object, timeout: float, what: str) -> None:
         time.sleep(0.01)
 
 
-def pids_of(pidfile: Path, timeout: float = 10.0) -> list[int]:
+def pids_of(pidfile: Path, timeout: float = 10.0, count: int = 3) -> list[int]:
     wait_for(pidfile.exists, timeout, f"{pidfile}")
     pids = [int(line) for line in pidfile.read_text().split()]
-    assert len(pids) == 3, pids
+    assert len(pids) == count, pids
     return pids
 
 

@@ -27,7 +27,16 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
-from tests.adapters.support import GRACE, MARGIN, assert_all_gone, interrupt_context, pids_of, tree_command
+from tests.adapters.support import (
+    GRACE,
+    MARGIN,
+    assert_all_gone,
+    interrupt_context,
+    pids_of,
+    stubborn_tree_command,
+    survivors_now,
+    tree_command,
+)
 from tests.conftest import DaemonProcess
 
 
@@ -198,6 +207,74 @@ async def test_an_async_tools_process_tree_is_killed(daemon: DaemonProcess, tmp_
     assert caught.value.history is None  # no checkpointer: nothing to rebuild, the calls say what stopped
     assert [call.name for call in caught.value.calls] == ["build"]
     assert_all_gone(pids, timeout=1.0)
+
+
+#: The SIGKILL comes this long after the trip: the gap a call returning at the leader's death shows.
+KILL_AFTER = 1.0
+
+
+def stubborn_tools(pidfile: Path) -> dict[str, BaseTool]:
+    @tool
+    def build_sync(target: str) -> str:
+        """Run the build (sync: popen)."""
+        with popen(stubborn_tree_command(pidfile), kill_after=KILL_AFTER) as proc:
+            return f"exit {proc.wait()}"
+
+    from interrupt_sidecar_client.adapters.langgraph import create_subprocess_exec
+
+    @tool
+    async def build_async(target: str) -> str:
+        """Run the build (async: create_subprocess_exec)."""
+        async with create_subprocess_exec(*stubborn_tree_command(pidfile), kill_after=KILL_AFTER) as proc:
+            return f"exit {await proc.wait()}"
+
+    return {"sync": build_sync, "async": build_async}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_ainvoke_returns_only_once_the_daemon_reports_the_tree_gone(
+    daemon: DaemonProcess, tmp_path: Path, kind: str
+) -> None:
+    """The leader dies at SIGTERM; a setsid grandchild ignoring it lives until the SIGKILL
+    ``KILL_AFTER`` later. The call must not return in between (checked at once, no waiting)."""
+    pidfile = tmp_path / "pids"
+    build = stubborn_tools(pidfile)[kind]
+    agent = create_agent(model(calling(build.name, {"target": "all"})), tools=interruptible_tools([build]))
+    graph = InterruptibleGraph(agent, address=daemon.address, context_id=f"lg-stubborn-{kind}", grace=GRACE)
+    call = asyncio.ensure_future(graph.ainvoke({"messages": [HumanMessage("go")]}))
+    pids = await asyncio.to_thread(pids_of, pidfile, count=2)
+    t0 = time.monotonic()
+    await asyncio.to_thread(interrupt_context, daemon.address, f"lg-stubborn-{kind}")
+    with pytest.raises(TurnInterrupted) as caught:
+        await call
+    assert survivors_now(pids) == [], "the call returned while the daemon was still killing the tree"
+    assert time.monotonic() - t0 < GRACE + KILL_AFTER + MARGIN
+    assert caught.value.unconfirmed_pgids == []
+
+
+@pytest.mark.timeout(60)
+def test_invoke_returns_only_once_the_daemon_reports_the_tree_gone(daemon: DaemonProcess, tmp_path: Path) -> None:
+    pidfile = tmp_path / "pids"
+    build = stubborn_tools(pidfile)["sync"]
+    agent = create_agent(model(calling(build.name, {"target": "all"})), tools=interruptible_tools([build]))
+    graph = InterruptibleGraph(agent, address=daemon.address, context_id="lg-stubborn-invoke", grace=GRACE)
+    pids: list[int] = []
+
+    def interrupter() -> None:
+        pids.extend(pids_of(pidfile, count=2))
+        interrupt_context(daemon.address, "lg-stubborn-invoke")
+
+    thread = threading.Thread(target=interrupter)
+    thread.start()
+    try:
+        with pytest.raises(TurnInterrupted) as caught:
+            graph.invoke({"messages": [HumanMessage("go")]})
+        assert len(pids) == 2
+        assert survivors_now(pids) == [], "the call returned while the daemon was still killing the tree"
+    finally:
+        thread.join(30)
+    assert caught.value.unconfirmed_pgids == []
 
 
 @pytest.mark.timeout(60)

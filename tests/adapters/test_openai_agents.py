@@ -22,7 +22,16 @@ from interrupt_sidecar_client.adapters.openai_agents import (
     popen,
 )
 
-from tests.adapters.support import GRACE, MARGIN, assert_all_gone, interrupt_context, pids_of, tree_command
+from tests.adapters.support import (
+    GRACE,
+    MARGIN,
+    assert_all_gone,
+    interrupt_context,
+    pids_of,
+    stubborn_tree_command,
+    survivors_now,
+    tree_command,
+)
 from tests.conftest import DaemonProcess
 
 
@@ -166,6 +175,45 @@ async def test_a_tools_process_tree_is_killed_setsid_grandchild_included(
     assert time.monotonic() - t0 < GRACE + MARGIN
     assert_all_gone(pids, timeout=1.0)
     assert caught.value.history is not None and len(interrupted_outputs(caught.value.history)) == 1
+
+
+#: The SIGKILL comes this long after the trip: the gap a call returning at the leader's death shows.
+KILL_AFTER = 1.0
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_the_run_returns_only_once_the_daemon_reports_the_tree_gone(
+    daemon: DaemonProcess, tmp_path: Path, kind: str
+) -> None:
+    """The leader dies at SIGTERM; a setsid grandchild ignoring it lives until the SIGKILL
+    ``KILL_AFTER`` later. The run must not return in between (checked at once, no waiting)."""
+    pidfile = tmp_path / "pids"
+
+    @function_tool
+    def build_sync(target: str) -> str:
+        """Run the build (sync)."""
+        with popen(stubborn_tree_command(pidfile), kill_after=KILL_AFTER) as proc:
+            return f"exit {proc.wait()}"
+
+    @function_tool
+    async def build_async(target: str) -> str:
+        """Run the build (async)."""
+        async with create_subprocess_exec(*stubborn_tree_command(pidfile), kill_after=KILL_AFTER) as proc:
+            return f"exit {await proc.wait()}"
+
+    tool = build_sync if kind == "sync" else build_async
+    scripted = ScriptedModel([[function_call(tool.name, {"target": "all"}, call_id="call-4")]])
+    runner = InterruptibleRunner(address=daemon.address, context_id=f"oa-stubborn-{kind}", grace=GRACE)
+    call = asyncio.ensure_future(runner.run(Agent(name="coder", model=scripted, tools=[tool]), "go"))
+    pids = await asyncio.to_thread(pids_of, pidfile, count=2)
+    t0 = time.monotonic()
+    await asyncio.to_thread(interrupt_context, daemon.address, f"oa-stubborn-{kind}")
+    with pytest.raises(TurnInterrupted) as caught:
+        await call
+    assert survivors_now(pids) == [], "the run returned while the daemon was still killing the tree"
+    assert time.monotonic() - t0 < GRACE + KILL_AFTER + MARGIN
+    assert caught.value.unconfirmed_pgids == []
 
 
 @pytest.mark.timeout(60)

@@ -13,8 +13,9 @@ No framework is imported here. A framework adapter:
    it, attached THREAD_INTERRUPT) or :func:`call_async` (attached COOPERATIVE, the body in
    a task the adapter cancels at the trip), which refuse calls of a tripped turn and turn
    an interrupt into an "interrupted" result, never an empty success;
-4. once the framework call has stopped, waits for the tool calls still unwinding and
-   raises :class:`TurnInterrupted` with what the model should see.
+4. once the framework call has stopped, waits for the tool calls still unwinding and for
+   the daemon to report each of their process trees gone, and raises
+   :class:`TurnInterrupted` with what the model should see.
 
 Tools reach their call through a context variable (frameworks copy the context into the
 tasks and worker threads they run tools in), which is how :func:`popen` and
@@ -26,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import logging
 import os
 import threading
 import time
@@ -36,11 +38,19 @@ from typing import Any, TypeVar
 
 from interrupt_sidecar_client._coordinator import AsyncCoordinator
 from interrupt_sidecar_client._errors import CancelledExecution
+from interrupt_sidecar_client._loop import shared_loop
 from interrupt_sidecar_client._process import AsyncManagedProcess, ManagedProcess
 from interrupt_sidecar_client._signal import CancellationSignal, CancellationSource
 from interrupt_sidecar_client._sync_tool import attach
 from interrupt_sidecar_client._tool import attach as aio_attach
-from interrupt_sidecar_client._types import BegunExecution, Cancellation, InterruptBehavior, ToolOutcome
+from interrupt_sidecar_client._types import (
+    BegunExecution,
+    Cancellation,
+    EventKind,
+    ExecutionEvent,
+    InterruptBehavior,
+    ToolOutcome,
+)
 
 __all__ = [
     "InterruptedCall",
@@ -51,6 +61,7 @@ __all__ = [
     "call_sync",
     "create_subprocess_exec",
     "current_turn",
+    "follow_blocking",
     "interrupted_text",
     "open_turn",
     "popen",
@@ -58,6 +69,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 #: How long past the grace (and a process group's ``kill_after``) the adapter waits for
 #: tool calls and their processes to unwind before it gives up on them.
@@ -90,7 +103,9 @@ class TurnInterrupted(CancelledExecution):
     ``calls`` are the tool calls that were running (stopped) or refused; ``history`` is what
     the framework's adapter could rebuild of the conversation, interrupted tool results
     included (its shape is the framework's: LangChain messages, Agents SDK input items), or
-    None when it could not.
+    None when it could not. ``unconfirmed_pgids`` are the process groups of the turn's tools
+    the daemon did not report gone (tree and all) within the kill window, or failed to kill;
+    empty when every tree is known gone.
     """
 
     def __init__(
@@ -100,11 +115,13 @@ class TurnInterrupted(CancelledExecution):
         execution_id: str,
         calls: Sequence[InterruptedCall] = (),
         history: list[Any] | None = None,
+        unconfirmed_pgids: Sequence[int] = (),
     ) -> None:
         super().__init__(cancellation)
         self.execution_id = execution_id
         self.calls = list(calls)
         self.history = history
+        self.unconfirmed_pgids = list(unconfirmed_pgids)
 
 
 @dataclass
@@ -119,12 +136,29 @@ class _Call:
 
 
 @dataclass
+class _Group:
+    """A process group a spawn helper registered for one of the turn's tool calls."""
+
+    tool_id: str
+    terminator_id: str
+    pgid: int
+    #: How long after the trip the daemon may take to have the tree gone (_kill_window).
+    window: float
+
+
+@dataclass
 class _CallScope:
     """What a tool's body can see of the call it runs in (for the spawn helpers)."""
 
     turn: Turn
     name: str
     call_id: str
+    #: The call's own signal: the cancel that stops the body may come on its stream before
+    #: the one on its ``<tool>:process`` stream (each stream gets its own).
+    signal: CancellationSignal | None = None
+
+    def tripped(self) -> bool:
+        return self.turn.interrupted or (self.signal is not None and self.signal.is_cancelled)
 
 
 _TURN: contextvars.ContextVar[Turn | None] = contextvars.ContextVar("interrupt_sidecar_turn", default=None)
@@ -152,6 +186,19 @@ class Turn:
     _loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
     #: What a framework adapter keeps about the turn (its own records of the calls).
     extras: dict[str, Any] = field(default_factory=dict, repr=False)
+    # What the execution's watch (_follow) has said about process trees, under _lock. The
+    # leader of a group dies at the first signal, but the daemon goes on killing the group
+    # and the descendants that left it (setsid), SIGKILL after kill_after: only its
+    # ProcessGroupGone says the tree is gone, so that is what the turn waits for at a trip.
+    _groups: dict[tuple[str, str], _Group] = field(default_factory=dict, repr=False)
+    _signalled: set[tuple[str, str]] = field(default_factory=set, repr=False)
+    #: Gone (None) or failed (the daemon's message), by (tool_id, terminator_id).
+    _finished: dict[tuple[str, str], str | None] = field(default_factory=dict, repr=False)
+    #: Tools the watch saw unwind or detach.
+    _closed_tools: set[str] = field(default_factory=set, repr=False)
+    #: True from the watch's snapshot until it ends: only then do its events tell anything.
+    _watching: bool = field(default=False, repr=False)
+    _unconfirmed: list[int] = field(default_factory=list, repr=False)
 
     @property
     def interrupted(self) -> bool:
@@ -201,12 +248,83 @@ class Turn:
             while any(not call.done for call in self._calls):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    return
+                    break
                 self._lock.wait(remaining)
+            if self.signal.is_cancelled:
+                self._await_trees()
+
+    # -- process trees -----------------------------------------------------------
+
+    def _track(self, tool_id: str | None, terminator: object, pgid: int, window: float) -> None:
+        """A spawn helper registered ``pgid`` (terminator ``terminator``) for one of the calls."""
+        terminator_id = getattr(terminator, "terminator_id", None)
+        if tool_id is None or terminator_id is None:
+            return
+        with self._lock:
+            self._groups[(tool_id, terminator_id)] = _Group(tool_id, terminator_id, pgid, window)
+
+    def _observe(self, event: ExecutionEvent) -> None:
+        """One event of the execution's watch (on whichever thread runs the watch)."""
+        proto = event.proto
+        with self._lock:
+            if event.kind is EventKind.SNAPSHOT:
+                self._watching = True
+            elif event.kind is EventKind.PROCESS_GROUP_SIGNALLED:
+                signalled = proto.process_group_signalled
+                self._signalled.add((signalled.tool_id, signalled.terminator_id))
+            elif event.kind is EventKind.PROCESS_GROUP_GONE:
+                self._finished[(proto.process_group_gone.tool_id, proto.process_group_gone.terminator_id)] = None
+            elif event.kind is EventKind.TERMINATOR_FAILED:
+                failed = proto.terminator_failed
+                self._finished.setdefault((failed.tool_id, failed.terminator_id), failed.message or "failed")
+            elif event.kind is EventKind.TOOL_UNWOUND:
+                self._closed_tools.add(proto.tool_unwound.tool_id)
+            elif event.kind is EventKind.TOOL_DETACHED:
+                self._closed_tools.add(proto.tool_detached.tool_id)
+            else:
+                return
+            self._lock.notify_all()
+
+    def _pending_trees(self) -> list[_Group]:
+        # Under _lock. A group is waited for until its Gone (or TerminatorFailed) unless the
+        # daemon never kills it: released before the trip. That is told by its tool's unwind:
+        # the trip's kills are signalled (ProcessGroupSignalled) on the daemon's loop right
+        # after the trip, long before the tool, which unwinds only after its child is released
+        # (a round trip later), is seen unwound; the watch delivers events in that order. So a
+        # group of an unwound tool with no Signalled was not the daemon's to kill.
+        return [
+            group
+            for key, group in self._groups.items()
+            if key not in self._finished and (key in self._signalled or group.tool_id not in self._closed_tools)
+        ]
+
+    def _await_trees(self) -> None:
+        # Under _lock, after the trip: until every tree of the turn's tool calls is gone, or
+        # the kill window (grace + kill_after + margin) has passed.
+        if not self._watching or not self._groups:
+            return  # no watch (it failed, or this turn was made without one): nothing to wait on
+        deadline = time.monotonic() + max(group.window for group in self._groups.values())
+        while self._watching and self._pending_trees():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            self._lock.wait(remaining)
+        failed = [self._groups[key] for key, message in self._finished.items() if message and key in self._groups]
+        unconfirmed = sorted({group.pgid for group in [*self._pending_trees(), *failed]})
+        if unconfirmed != self._unconfirmed and unconfirmed:
+            log.warning(
+                "turn %s (%s): the daemon did not report the process trees of groups %s gone%s",
+                self.execution_id,
+                self.framework,
+                unconfirmed,
+                "" if self._watching else " (its watch of the execution ended)",
+            )
+        self._unconfirmed = unconfirmed
 
     async def settle(self, timeout: float | None = None) -> None:
         """Wait (at most ``timeout``, by default the grace plus a margin) until every tool
-        call of the turn has unwound."""
+        call of the turn has unwound; after a trip, then until the daemon reports each of
+        their process trees gone (at most their kill window)."""
         if timeout is None:
             timeout = self.grace.total_seconds() * 2 + UNWIND_MARGIN
         await asyncio.to_thread(self._settle_blocking, timeout)
@@ -229,9 +347,61 @@ class Turn:
         )
 
     def interrupted_error(self, history: list[Any] | None = None) -> TurnInterrupted:
+        with self._lock:
+            unconfirmed = list(self._unconfirmed)
         return TurnInterrupted(
-            self.signal.cancellation, execution_id=self.execution_id, calls=self.interrupted_calls(), history=history
+            self.signal.cancellation,
+            execution_id=self.execution_id,
+            calls=self.interrupted_calls(),
+            history=history,
+            unconfirmed_pgids=unconfirmed,
         )
+
+
+#: How long a turn waits for its watch's snapshot before it goes on without one.
+_WATCH_START_TIMEOUT = 10.0
+
+
+async def _follow(turn: Turn, coordinator: AsyncCoordinator, started: Callable[[], None]) -> None:
+    """Feed the execution's events to ``turn`` until it ends (or this is cancelled).
+
+    ``started()`` is called at the snapshot (every event after it reaches the turn) or when
+    the watch ends without one.
+    """
+    try:
+        async for event in coordinator.watch(turn.execution_id):
+            turn._observe(event)
+            if event.kind is EventKind.SNAPSHOT:
+                started()
+    except Exception as error:  # the turn goes on; it cannot confirm trees gone
+        log.warning("turn %s: watching the execution failed: %s", turn.execution_id, error)
+    finally:
+        with turn._lock:
+            turn._watching = False
+            turn._lock.notify_all()
+        started()
+
+
+@contextlib.contextmanager
+def follow_blocking(turn: Turn, address: str) -> Iterator[Turn]:
+    """Watch the turn's execution for the block, for a :class:`Turn` made outside
+    :func:`open_turn` (a blocking call): it returns after a trip only once the daemon has
+    reported its tools' process trees gone (:meth:`Turn.settle`)."""
+    started = threading.Event()
+
+    async def follow() -> None:
+        coordinator = AsyncCoordinator(address)
+        try:
+            await _follow(turn, coordinator, started.set)
+        finally:
+            await coordinator.close()
+
+    future = shared_loop().submit(follow())
+    started.wait(_WATCH_START_TIMEOUT)
+    try:
+        yield turn
+    finally:
+        future.cancel()
 
 
 @contextlib.asynccontextmanager
@@ -282,8 +452,19 @@ async def open_turn(
         # The listener runs on whichever thread trips the signal: hop to the turn's loop,
         # where the framework's task lives.
         run.signal.on_cancel(lambda: loop.call_soon_threadsafe(turn._fire))
+        # Watched from before any tool call: a watch has no history, so a group's Gone
+        # published before it began would never be seen.
+        watcher = coordinator if coordinator is not None else AsyncCoordinator(begun.address)
+        started: asyncio.Future[None] = loop.create_future()
+
+        def on_start() -> None:
+            if not started.done():
+                started.set_result(None)
+
+        following = loop.create_task(_follow(turn, watcher, on_start))
         outcome = ToolOutcome.COMPLETED
         try:
+            await asyncio.wait({started}, timeout=_WATCH_START_TIMEOUT)
             with turn.activate():
                 yield turn
         except BaseException:
@@ -292,7 +473,14 @@ async def open_turn(
         finally:
             if turn.interrupted:
                 outcome = ToolOutcome.INTERRUPTED
-            await run.unwind(outcome)
+            try:
+                await run.unwind(outcome)
+            finally:
+                following.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await following
+                if watcher is not coordinator:
+                    await watcher.close()
     finally:
         if execution is None:
             assert coordinator is not None
@@ -316,6 +504,10 @@ async def run_turn(turn: Turn, call: Awaitable[T], *, history: Callable[[], Awai
     """Run the framework's call in a task of its own; at the trip cancel it, wait for the tool
     calls to unwind, and raise :class:`TurnInterrupted` with ``await history()``."""
     task: asyncio.Future[T] = asyncio.ensure_future(call)
+    if turn.interrupted:
+        # Tripped before the call began: cancelled before its first step, it never starts
+        # (on_trip's callback would only come after that step had begun the framework's run).
+        task.cancel()
     turn.on_trip(task.cancel)
     try:
         return await task
@@ -352,8 +544,8 @@ def call_sync(name: str, call_id: str, body: Callable[[], T], interrupted: Calla
             tool_call_id=call_id,
             address=turn.address,
             token=turn.token,
-        ):
-            token = _CALL.set(_CallScope(turn, name, call_id))
+        ) as run:
+            token = _CALL.set(_CallScope(turn, name, call_id, run.signal))
             try:
                 return body()
             finally:
@@ -388,7 +580,7 @@ async def call_async(
             token=turn.token,
         ) as run:
             context = contextvars.copy_context()
-            context.run(_CALL.set, _CallScope(turn, name, call_id))
+            context.run(_CALL.set, _CallScope(turn, name, call_id, run.signal))
 
             async def invoke() -> T:
                 return await body()
@@ -413,6 +605,10 @@ async def call_async(
 
 
 # -- subprocesses ----------------------------------------------------------------------
+
+
+def _tripped(signal: CancellationSignal, scope: _CallScope | None) -> bool:
+    return signal.is_cancelled or (scope is not None and scope.tripped())
 
 
 def _kill_window(grace: timedelta | None, kill_after: timedelta | float | None) -> float:
@@ -453,12 +649,15 @@ def popen(
             token=scope.turn.token,
         )
     with local as run, run.registrar.popen(args, kill_after=kill_after, **kwargs) as process:
+        if scope is not None:
+            scope.turn._track(run.tool_id, process.terminator, process.pgid, _kill_window(run.grace, kill_after))
         try:
             yield process
         finally:
-            if run.signal.is_cancelled and process.process.poll() is None:
+            if _tripped(run.signal, scope) and process.process.poll() is None:
                 # The daemon is killing the tree: a SIGKILL of the leader from here could
                 # orphan a setsid grandchild before the daemon has seen it. Let it finish.
+                # (The trip may be known here before this run's own cancel has come.)
                 with contextlib.suppress(Exception):
                     process.process.wait(_kill_window(run.grace, kill_after))
 
@@ -484,11 +683,13 @@ async def create_subprocess_exec(
         )
     async with local as run:
         process = await run.registrar.create_subprocess_exec(program, *args, kill_after=kill_after, **kwargs)
+        if scope is not None:
+            scope.turn._track(run.tool_id, process.terminator, process.pgid, _kill_window(run.grace, kill_after))
         async with process:
             try:
                 yield process
             finally:
-                if run.signal.is_cancelled and process.returncode is None:
+                if _tripped(run.signal, scope) and process.returncode is None:
                     await _outlast_cancels(process.process.wait(), _kill_window(run.grace, kill_after))
 
 

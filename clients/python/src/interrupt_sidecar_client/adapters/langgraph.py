@@ -50,6 +50,7 @@ from interrupt_sidecar_client.adapters._turn import (
     call_sync,
     create_subprocess_exec,
     current_turn,
+    follow_blocking,
     interrupted_text,
     open_turn,
     popen,
@@ -294,27 +295,30 @@ class InterruptibleGraph:
                 context_id=self._context_id, grace=self._grace, labels={"framework": FRAMEWORK, **(self._labels or {})}
             )
         try:
-            with attach(
-                behavior=InterruptBehavior.THREAD_INTERRUPT,
-                tool_name=f"{FRAMEWORK}:turn",
-                address=begun.address,
-                token=begun.attach_token,
-            ) as run:
-                turn = Turn(
-                    framework=FRAMEWORK,
-                    execution_id=begun.execution_id,
-                    address=run.address,
+            # The watch outlives the attach: the trees are waited for after the run unwound.
+            with contextlib.ExitStack() as following:
+                with attach(
+                    behavior=InterruptBehavior.THREAD_INTERRUPT,
+                    tool_name=f"{FRAMEWORK}:turn",
+                    address=begun.address,
                     token=begun.attach_token,
-                    signal=run.signal,
-                    grace=run.grace or timedelta(milliseconds=500),
-                )
-                try:
-                    with turn.activate():
-                        return self.graph.invoke(input, config, **kwargs)
-                except CancelledExecution as stopped:
-                    run.unwind(ToolOutcome.INTERRUPTED)
-                    error = stopped
-            turn._settle_blocking(turn.grace.total_seconds() * 2 + 1.0)
+                ) as run:
+                    turn = Turn(
+                        framework=FRAMEWORK,
+                        execution_id=begun.execution_id,
+                        address=run.address,
+                        token=begun.attach_token,
+                        signal=run.signal,
+                        grace=run.grace or timedelta(milliseconds=500),
+                    )
+                    following.enter_context(follow_blocking(turn, begun.address))
+                    try:
+                        with turn.activate():
+                            return self.graph.invoke(input, config, **kwargs)
+                    except CancelledExecution as stopped:
+                        run.unwind(ToolOutcome.INTERRUPTED)
+                        error = stopped
+                turn._settle_blocking(turn.grace.total_seconds() * 2 + 1.0)
             raise turn.interrupted_error(self._history_sync(turn, config)) from error
         finally:
             if coordinator is not None:
