@@ -16,9 +16,11 @@ if [ "$(id -u)" -ne 0 ]; then
     SUDO="sudo"
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
+# The lock timeout: another install (a second checkout, a cold rehearsal) may hold
+# dpkg's or apt's lock; without it apt-get fails at once.
+$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
 # --no-install-recommends: the web assets and node-exporter are not needed.
-$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends prometheus >/dev/null
 # Debian starts the packaged service where an init system runs; the tests start
 # their own server on a free port, so a packaged one is neither needed nor harmful.
 command -v prometheus >/dev/null && command -v promtool >/dev/null

@@ -19,5 +19,7 @@ if [ "$(id -u)" -ne 0 ]; then
     SUDO="sudo"
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends gcc libc6-dev util-linux mount bsdutils >/dev/null
+# The lock timeout: another install (a second checkout, a cold rehearsal) may hold
+# dpkg's or apt's lock; without it apt-get fails at once.
+$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
+$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends gcc libc6-dev util-linux mount bsdutils >/dev/null
