@@ -53,6 +53,9 @@ BEHAVIORS = st.sampled_from(
 )
 MAY_REGISTER = {pb.INTERRUPT_BEHAVIOR_THREAD_INTERRUPT, pb.INTERRUPT_BEHAVIOR_EXTERNALLY_TERMINATED}
 DELIVERY_S = 10.0
+#: Every unary call has a deadline: a daemon that stops answering fails the step with
+#: DEADLINE_EXCEEDED instead of blocking the run (and CI) until the job is killed.
+RPC_S = 30.0
 STEPS = {"short": 0, "long": 0}
 
 
@@ -91,6 +94,10 @@ class Tool:
         return found
 
     def close(self) -> None:
+        # The None ends the request iterator too: cancelling the call alone leaves grpc's
+        # request-consumer thread blocked in ``self._out.get`` for the rest of the process
+        # (a long run leaked 280 of them).
+        self._out.put(None)
         self._call.cancel()
         self._reader.join(5)
 
@@ -189,7 +196,7 @@ class DaemonModel(RuleBasedStateMachine):
         if parent is not None:
             request.parent_execution_id = parent
         try:
-            answer = self.stub.BeginExecution(request)
+            answer = self.stub.BeginExecution(request, timeout=RPC_S)
         except grpc.RpcError as err:
             if known is None or known.forgotten_maybe:
                 assert err.code() == grpc.StatusCode.NOT_FOUND, err
@@ -207,7 +214,7 @@ class DaemonModel(RuleBasedStateMachine):
     def interrupt(self, execution_id: str, reason: int) -> None:
         e = self.model.get(execution_id)
         try:
-            answer = self.stub.Interrupt(pb.InterruptRequest(execution_id=execution_id, reason=reason))  # type: ignore[arg-type]
+            answer = self.stub.Interrupt(pb.InterruptRequest(execution_id=execution_id, reason=reason), timeout=RPC_S)  # type: ignore[arg-type]
         except grpc.RpcError as err:
             if e is None or (e.forgotten_maybe and e.ended):
                 assert err.code() == grpc.StatusCode.NOT_FOUND, err
@@ -222,7 +229,7 @@ class DaemonModel(RuleBasedStateMachine):
     @rule(context=st.sampled_from(["ctx-a", "ctx-b"]), reason=REASONS)
     def interrupt_context(self, context: str, reason: int) -> None:
         live = sorted(e.execution_id for e in self.model.values() if e.context_id == context and not e.ended)
-        answer = self.stub.Interrupt(pb.InterruptRequest(context_id=context, reason=reason))  # type: ignore[arg-type]
+        answer = self.stub.Interrupt(pb.InterruptRequest(context_id=context, reason=reason), timeout=RPC_S)  # type: ignore[arg-type]
         got = {o.execution_id: o for o in answer.outcomes if o.execution_id.startswith(self.prefix)}
         assert sorted(got) == live, (got, live)
         for execution_id in live:
@@ -234,7 +241,7 @@ class DaemonModel(RuleBasedStateMachine):
     def end(self, execution_id: str) -> None:
         e = self.model.get(execution_id)
         try:
-            self.stub.EndExecution(pb.EndExecutionRequest(execution_id=execution_id))
+            self.stub.EndExecution(pb.EndExecutionRequest(execution_id=execution_id), timeout=RPC_S)
         except grpc.RpcError as err:
             assert e is None or e.forgotten_maybe, err
             assert err.code() == grpc.StatusCode.NOT_FOUND, err
@@ -323,7 +330,9 @@ class DaemonModel(RuleBasedStateMachine):
         STEPS[self.run_name] += 1
         for e in self.model.values():
             try:
-                seen = self.stub.GetExecution(pb.GetExecutionRequest(execution_id=e.execution_id)).execution
+                seen = self.stub.GetExecution(
+                    pb.GetExecutionRequest(execution_id=e.execution_id), timeout=RPC_S
+                ).execution
             except grpc.RpcError as err:
                 assert e.forgotten_maybe and err.code() == grpc.StatusCode.NOT_FOUND, (e, err)
                 continue
