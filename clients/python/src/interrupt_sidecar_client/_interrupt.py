@@ -18,6 +18,11 @@
 
 Every interrupter fires at most once and only while armed (inside the block); an
 interrupt that has not been delivered when the block ends is withdrawn.
+
+A thread can hold its interrupts back over a critical section with :func:`defer_interrupts`
+(the managed-process helpers do, from the fork until the child's group is registered and
+its owner's cleanup is in place): an asynchronous exception can land at any bytecode, and
+one landing between the fork and the registration would leave a child nobody kills.
 """
 
 from __future__ import annotations
@@ -133,6 +138,68 @@ def _set_async_exc() -> Callable[[int, object], int]:
 _SET_ASYNC_EXC = _set_async_exc()
 
 
+# The ThreadInterrupters armed on each thread, for defer_interrupts(). Only the thread
+# itself arms, disarms and defers, so the lists need no lock.
+_ARMED_HERE = threading.local()
+
+
+def _armed_here() -> list[ThreadInterrupter]:
+    armed: list[ThreadInterrupter] | None = getattr(_ARMED_HERE, "interrupters", None)
+    if armed is None:
+        armed = _ARMED_HERE.interrupters = []
+    return armed
+
+
+class InterruptDeferral:
+    """This thread's THREAD_INTERRUPT held back until :meth:`end` (see :func:`defer_interrupts`)."""
+
+    def __init__(self, interrupters: list[ThreadInterrupter]) -> None:
+        self._interrupters = interrupters
+        self._ended = False
+
+    def end(self) -> None:
+        """Let interrupts through again; raise the one that came meanwhile, if any (idempotent).
+
+        Deferrals nest: an interrupt is raised by the end of the outermost one.
+        """
+        if self._ended:
+            return
+        self._ended = True
+        error: BaseException | None = None
+        for interrupter in reversed(self._interrupters):
+            raised = interrupter._undefer()
+            error = error or raised
+        if error is not None:
+            raise error
+
+
+def defer_interrupts() -> InterruptDeferral:
+    """Hold this thread's THREAD_INTERRUPT back until the returned deferral's ``end()``.
+
+    For a critical section that must not be cut in two (a fork and the registration of the
+    child's group): an interrupt that comes meanwhile is not delivered (no asynchronous
+    exception, no SIGINT) but raised by ``end()``, at a point where the caller's cleanup is
+    in place. If an interrupt has already fired, this raises it at once, so nothing of the
+    section starts. Only the interrupters armed on the calling thread are deferred.
+    """
+    deferred: list[ThreadInterrupter] = []
+    already = False
+    try:
+        for interrupter in list(_armed_here()):
+            already = interrupter._defer() or already
+            deferred.append(interrupter)
+    except BaseException:
+        # An interrupt delivered on the way in (before the one it came from was deferred):
+        # nothing has started, so undo the others and let it through.
+        for interrupter in deferred:
+            interrupter._undefer()
+        raise
+    deferral = InterruptDeferral(deferred)
+    if already:
+        deferral.end()  # raises it
+    return deferral
+
+
 class ThreadInterrupter:
     """Interrupts the thread that creates it (see the module docstring for how)."""
 
@@ -156,6 +223,11 @@ class ThreadInterrupter:
         self._raised = False
         self._stop_pushing = threading.Event()
         self._pusher: threading.Thread | None = None
+        # defer_interrupts(): how deep the worker is in deferred sections (changed under
+        # _lock, by the worker only), and whether an interrupt is waiting for their end.
+        self._deferring = 0
+        self._pending = False
+        self._armed_list = _armed_here()
 
     def arm(self) -> None:
         if self._is_main:
@@ -163,6 +235,7 @@ class ThreadInterrupter:
             self._installed = True
         with self._lock:
             self._armed = True
+        self._armed_list.append(self)
 
     def interrupt(self) -> None:
         if threading.get_ident() == self._ident:
@@ -173,6 +246,10 @@ class ThreadInterrupter:
             if not self._armed or self._fired:
                 return
             self._fired = True
+            if self._deferring:
+                # In a deferred section: nothing is delivered now, the section's end raises it.
+                self._pending = True
+                return
             if not self._is_main:
                 _SET_ASYNC_EXC(self._ident, ThreadInterrupted)
                 return
@@ -201,6 +278,11 @@ class ThreadInterrupter:
             # (re-sent, or late) are swallowed.
             if self._armed and not self._raised:
                 self._raised = True
+                if self._deferring:
+                    # A SIGINT sent before the section began, handled inside it (between
+                    # _defer's increment and its taking of the interrupt): the end raises it.
+                    self._pending = True
+                    return
                 raise CancelledExecution(self._cancellation())
             return
         previous = self._previous_handler
@@ -209,7 +291,41 @@ class ThreadInterrupter:
         elif previous != signal_module.SIG_IGN:
             raise KeyboardInterrupt
 
+    def _defer(self) -> bool:
+        """Enter a deferred section (on the worker); True when the interrupt had fired already."""
+        with self._lock:
+            fired = self._fired and self._armed
+            if fired and not self._is_main:
+                # Withdraw the asynchronous exception before the section begins: left
+                # pending, it would land at the section's next bytecode. It may land at this
+                # very call instead: then it propagates before anything is deferred, which is
+                # as good (nothing of the section has started).
+                _SET_ASYNC_EXC(self._ident, None)
+            self._deferring += 1
+            if fired:
+                # Taken over by the section: its end raises it (once); a SIGINT the pusher
+                # still sends is swallowed by the handler from here on.
+                self._pending = True
+                self._raised = True
+            return fired
+
+    def _undefer(self) -> BaseException | None:
+        """Leave a deferred section (on the worker); the interrupt to raise, at the outermost end."""
+        with self._lock:
+            self._deferring -= 1
+            if self._deferring or not self._pending:
+                return None
+            self._pending = False
+            if not self._armed:
+                return None  # the block has ended meanwhile: withdrawn, as any undelivered interrupt
+            self._raised = True
+        if self._is_main:
+            return CancelledExecution(self._cancellation())
+        return ThreadInterrupted()
+
     def disarm(self) -> bool:
+        with contextlib.suppress(ValueError):  # disarmed once already
+            self._armed_list.remove(self)
         with self._lock:
             if self._disarmed:
                 return self._fired

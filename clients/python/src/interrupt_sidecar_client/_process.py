@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from interrupt_sidecar_client._errors import NotFound
+from interrupt_sidecar_client._interrupt import InterruptDeferral, defer_interrupts
 from interrupt_sidecar_client._terminator import Terminator, TerminatorKind
 
 __all__ = ["AsyncGroupRegistrar", "AsyncManagedProcess", "GroupRegistrar", "ManagedProcess"]
@@ -183,12 +184,24 @@ class ManagedProcess:
     ``with`` it: on exit the group is unregistered, SIGKILLed if the child is still
     running, and the child's pipes are closed. ``wait()``/``communicate()`` unregister
     as soon as the child has ended.
+
+    A THREAD_INTERRUPT of the thread that started it is held back from the fork until the
+    ``with`` block is entered (or ``wait()``/``communicate()`` is called): one that comes
+    meanwhile is raised there, after the child has been killed and reaped.
     """
 
-    def __init__(self, process: subprocess.Popen[Any], registrar: GroupRegistrar) -> None:
+    def __init__(
+        self, process: subprocess.Popen[Any], registrar: GroupRegistrar, deferral: InterruptDeferral | None = None
+    ) -> None:
         self.process = process
         self._registrar = registrar
         self.terminator: Terminator | None = None
+        self._deferral = deferral
+
+    def _end_deferral(self) -> None:
+        deferral, self._deferral = self._deferral, None
+        if deferral is not None:
+            deferral.end()
 
     @property
     def pid(self) -> int:
@@ -205,12 +218,14 @@ class ManagedProcess:
 
     def wait(self, timeout: float | None = None) -> int:
         """Wait for the child to exit, then unregister its group; returns the exit code."""
+        self._end_deferral()
         code = self.process.wait(timeout)
         self.release()
         return code
 
     def communicate(self, input: Any = None, timeout: float | None = None) -> tuple[Any, Any]:  # noqa: A002
         """``Popen.communicate``, then unregister the group."""
+        self._end_deferral()
         output = self.process.communicate(input, timeout)
         self.release()
         return output
@@ -226,6 +241,13 @@ class ManagedProcess:
             self._registrar._unregister_quietly(terminator)
 
     def __enter__(self) -> ManagedProcess:
+        try:
+            # The interrupt held back since the fork lands here; a `with` runs no __exit__
+            # for an __enter__ that raises, so clean up as __exit__ would have.
+            self._end_deferral()
+        except BaseException as error:
+            self.__exit__(type(error), error, error.__traceback__)
+            raise
         return self
 
     def __exit__(
@@ -238,6 +260,7 @@ class ManagedProcess:
             if self.process.poll() is None:
                 self.kill_group(signal_module.SIGKILL)
             self.process.__exit__(exc_type, exc, tb)
+            self._end_deferral()  # entered without `with`: an interrupt held back is raised now
 
 
 def popen(
@@ -250,8 +273,20 @@ def popen(
     **kwargs: Any,
 ) -> ManagedProcess:
     registrar._check(TerminatorKind.PROCESS_GROUP)  # refuse before starting anything
-    process: subprocess.Popen[Any] = subprocess.Popen(args, **_own_group(kwargs))
-    managed = ManagedProcess(process, registrar)
+    kwargs = _own_group(kwargs)
+    # From the fork until the caller's `with` (ManagedProcess.__enter__), an asynchronous
+    # exception (THREAD_INTERRUPT) landing at any bytecode would leave a child that nobody
+    # kills: inside Popen after the fork, before the registration's try, or before the
+    # `with` has an __exit__ to run. So the thread's interrupts are held back over that
+    # stretch, and one that came meanwhile is raised once a cleanup is there to run. One that
+    # fired before is raised here, before anything is started.
+    deferral = defer_interrupts()
+    try:
+        process: subprocess.Popen[Any] = subprocess.Popen(args, **kwargs)
+    except BaseException:
+        deferral.end()
+        raise
+    managed = ManagedProcess(process, registrar, deferral)
     try:
         managed.terminator = registrar.register_process_group(
             process.pid, signal=signal, kill_after=kill_after, terminator_id=terminator_id
@@ -260,10 +295,12 @@ def popen(
         if leader_running(process.pid):
             _kill_group(process.pid, signal_module.SIGKILL)
             process.wait()
+            managed._end_deferral()
             raise
         log.debug("child %d exited before its group could be registered", process.pid)
     except BaseException:
         _kill_group(process.pid, signal_module.SIGKILL)
         process.wait()
+        managed._end_deferral()
         raise
     return managed

@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 
 from interrupt_sidecar_client._coordinator import AsyncCoordinator
 from interrupt_sidecar_client._errors import CancelledExecution
+from interrupt_sidecar_client._interrupt import defer_interrupts
 from interrupt_sidecar_client._loop import shared_loop
 from interrupt_sidecar_client._process import AsyncManagedProcess, ManagedProcess
 from interrupt_sidecar_client._signal import CancellationSignal, CancellationSource
@@ -648,18 +649,29 @@ def popen(
             address=scope.turn.address,
             token=scope.turn.token,
         )
-    with local as run, run.registrar.popen(args, kill_after=kill_after, **kwargs) as process:
-        if scope is not None:
-            scope.turn._track(run.tool_id, process.terminator, process.pgid, _kill_window(run.grace, kill_after))
+    with local as run:
+        # The tool call's THREAD_INTERRUPT is held back from before the fork until the
+        # group is tracked and the `finally` below is in place (the registrar's popen holds
+        # it only until its own `with`, whose __exit__ would SIGKILL the group itself and
+        # unregister it, orphaning a setsid grandchild the daemon has not killed yet).
+        deferral = defer_interrupts()
         try:
-            yield process
+            with run.registrar.popen(args, kill_after=kill_after, **kwargs) as process:
+                try:
+                    if scope is not None:
+                        window = _kill_window(run.grace, kill_after)
+                        scope.turn._track(run.tool_id, process.terminator, process.pgid, window)
+                    deferral.end()  # an interrupt that came while spawning lands here
+                    yield process
+                finally:
+                    if _tripped(run.signal, scope) and process.process.poll() is None:
+                        # The daemon is killing the tree: a SIGKILL of the leader from here could
+                        # orphan a setsid grandchild before the daemon has seen it. Let it finish.
+                        # (The trip may be known here before this run's own cancel has come.)
+                        with contextlib.suppress(Exception):
+                            process.process.wait(_kill_window(run.grace, kill_after))
         finally:
-            if _tripped(run.signal, scope) and process.process.poll() is None:
-                # The daemon is killing the tree: a SIGKILL of the leader from here could
-                # orphan a setsid grandchild before the daemon has seen it. Let it finish.
-                # (The trip may be known here before this run's own cancel has come.)
-                with contextlib.suppress(Exception):
-                    process.process.wait(_kill_window(run.grace, kill_after))
+            deferral.end()  # popen failed before its block: let a held-back interrupt through
 
 
 @contextlib.asynccontextmanager
