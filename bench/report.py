@@ -51,12 +51,11 @@ def _mcp_lines(m: dict[str, Any]) -> list[str]:
 
 
 def _returned(figure: dict[str, Any], bound_s: float) -> str:
-    """``p50 / p99 ms (k of n)``, with the trials that did not return within the bound."""
+    """:func:`_count`, saying how many trials did not return within the bound."""
     if not figure["count"]:
         return f"did not return within {bound_s:g} s (0 of {figure['of']})"
     late = figure["of"] - figure["count"]
-    text = f"{figure['p50']:.1f} / {figure['p99']:.1f} ms ({figure['count']} of {figure['of']})"
-    return text + (f", {late} did not return within {bound_s:g} s" if late else "")
+    return _count(figure) + (f", {late} did not return within {bound_s:g} s" if late else "")
 
 
 def adapter_lines(a: dict[str, Any]) -> list[str]:

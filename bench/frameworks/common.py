@@ -19,6 +19,7 @@ import json
 import os
 import random
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -66,6 +67,26 @@ class Tree:
         #: Set by the tool once its spawn call returned (the adapter's helpers: once the
         #: process group is registered with the daemon), so the cancel never lands in between.
         self.spawned = threading.Event()
+
+    def run(self, popen: Callable[..., Any] | None) -> str:
+        """A sync tool's body: start the tree (with the adapter's ``popen`` when given) and wait."""
+        if popen is not None:
+            with popen(self.argv) as managed:
+                self.spawned.set()
+                return f"exit {managed.wait()}"
+        with subprocess.Popen(self.argv) as process:
+            self.spawned.set()
+            return f"exit {process.wait()}"
+
+    async def arun(self, create_subprocess_exec: Callable[..., Any] | None) -> str:
+        """An async tool's body: the same with the adapter's ``create_subprocess_exec``, or asyncio's."""
+        if create_subprocess_exec is not None:
+            async with create_subprocess_exec(*self.argv) as managed:
+                self.spawned.set()
+                return f"exit {await managed.wait()}"
+        process = await asyncio.create_subprocess_exec(*self.argv)
+        self.spawned.set()
+        return f"exit {await process.wait()}"
 
     def pids(self) -> list[int] | None:
         try:
@@ -152,6 +173,12 @@ async def trial(t: Trial, start: Start) -> dict[str, Any]:
         "processes": len(pids),
         "pids": pids,
     }
+
+
+def own_and_adapter(start: Callable[[str, bool], Start]) -> dict[str, Start]:
+    """The rows ``sync/own``, ``sync/adapter``, ``async/own``, ``async/adapter``: ``start(kind, adapter)``."""
+    kinds, paths = ("sync", "async"), ("own", "adapter")
+    return {f"{kind}/{path}": start(kind, path == "adapter") for kind in kinds for path in paths}
 
 
 def main(starts: Mapping[str, Start], packages: tuple[str, ...]) -> None:

@@ -7,7 +7,6 @@ HOME in a fresh directory and CrewAI's telemetry and tracing off."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -45,26 +44,14 @@ def _tool(kind: str, adapter: bool, tree: common.Tree) -> Any:
         description: str = "Run the build."
 
         def _run(self, target: str) -> str:
-            if adapter:
-                with crewai.popen(tree.argv) as managed:
-                    tree.spawned.set()
-                    return f"exit {managed.wait()}"
-            with subprocess.Popen(tree.argv) as process:
-                tree.spawned.set()
-                return f"exit {process.wait()}"
+            return tree.run(crewai.popen if adapter else None)
 
     class BuildAsync(BaseTool):
         name: str = "build"
         description: str = "Run the build."
 
         async def _run(self, target: str) -> str:
-            if adapter:
-                async with crewai.create_subprocess_exec(*tree.argv) as managed:
-                    tree.spawned.set()
-                    return f"exit {await managed.wait()}"
-            process = await asyncio.create_subprocess_exec(*tree.argv)
-            tree.spawned.set()
-            return f"exit {await process.wait()}"
+            return await tree.arun(crewai.create_subprocess_exec if adapter else None)
 
     tool = Build() if kind == "sync" else BuildAsync()
     return crewai.interruptible_tool(tool) if adapter else tool
@@ -92,11 +79,4 @@ def _start(kind: str, adapter: bool) -> common.Start:
 
 
 if __name__ == "__main__":
-    common.main(
-        {
-            f"{kind}/{path}": _start(kind, path == "adapter")
-            for kind in ("sync", "async")
-            for path in ("own", "adapter")
-        },
-        ("crewai",),
-    )
+    common.main(common.own_and_adapter(_start), ("crewai",))

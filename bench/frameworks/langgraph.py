@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -34,26 +33,14 @@ def _tool(kind: str, adapter: bool, tree: common.Tree) -> Any:
         @tool
         def build(target: str) -> str:
             """Run the build."""
-            if adapter:
-                with langgraph.popen(tree.argv) as managed:
-                    tree.spawned.set()
-                    return f"exit {managed.wait()}"
-            with subprocess.Popen(tree.argv) as process:
-                tree.spawned.set()
-                return f"exit {process.wait()}"
+            return tree.run(langgraph.popen if adapter else None)
 
         return build
 
     @tool
     async def build_async(target: str) -> str:
         """Run the build."""
-        if adapter:
-            async with langgraph.create_subprocess_exec(*tree.argv) as managed:
-                tree.spawned.set()
-                return f"exit {await managed.wait()}"
-        process = await asyncio.create_subprocess_exec(*tree.argv)
-        tree.spawned.set()
-        return f"exit {await process.wait()}"
+        return await tree.arun(langgraph.create_subprocess_exec if adapter else None)
 
     return build_async
 
@@ -84,11 +71,4 @@ def _start(kind: str, adapter: bool) -> common.Start:
 
 
 if __name__ == "__main__":
-    common.main(
-        {
-            f"{kind}/{path}": _start(kind, path == "adapter")
-            for kind in ("sync", "async")
-            for path in ("own", "adapter")
-        },
-        ("langchain", "langchain-core", "langgraph"),
-    )
+    common.main(common.own_and_adapter(_start), ("langchain", "langchain-core", "langgraph"))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
@@ -24,26 +23,14 @@ def _tool(kind: str, adapter: bool, tree: common.Tree) -> Any:
         @decorate
         def build(target: str) -> str:
             """Run the build."""
-            if adapter:
-                with openai_agents.popen(tree.argv) as managed:
-                    tree.spawned.set()
-                    return f"exit {managed.wait()}"
-            with subprocess.Popen(tree.argv) as process:
-                tree.spawned.set()
-                return f"exit {process.wait()}"
+            return tree.run(openai_agents.popen if adapter else None)
 
         return build
 
     @decorate
     async def build_async(target: str) -> str:
         """Run the build."""
-        if adapter:
-            async with openai_agents.create_subprocess_exec(*tree.argv) as managed:
-                tree.spawned.set()
-                return f"exit {await managed.wait()}"
-        process = await asyncio.create_subprocess_exec(*tree.argv)
-        tree.spawned.set()
-        return f"exit {await process.wait()}"
+        return await tree.arun(openai_agents.create_subprocess_exec if adapter else None)
 
     return build_async
 
