@@ -128,7 +128,7 @@ lint: install-test
 
 # The CrewAI adapter and its tests are checked in build/crewai-venv, where crewai is (the
 # root config leaves them out: crewai cannot be installed beside the test extra).
-CREWAI_TYPED := clients/python/src/interrupt_sidecar_client/adapters/crewai.py tests/adapters/test_crewai.py tests/adapters/crewai_mcp_server.py tests/docs/test_adapters_crewai.py
+CREWAI_TYPED := clients/python/src/interrupt_sidecar_client/adapters/crewai.py tests/adapters/test_crewai.py tests/adapters/crewai_mcp_server.py tests/docs/test_adapters_crewai.py bench/frameworks/crewai.py
 typecheck: install-test
 	$(BIN)/mypy
 	$(CREWAI_VENV)/bin/python -m mypy --strict --python-version 3.11 --explicit-package-bases --follow-imports silent $(CREWAI_TYPED)

@@ -29,10 +29,11 @@ PARTS = (
     "hostile",
     "soak",
     "image",
+    "adapters",
 )
 #: Run only when asked for by name (--parts): minutes each, and not ratios to a floor
-#: (image: builds container images with podman).
-OPT_IN = ("hostile", "soak", "image")
+#: (image: builds container images with podman; adapters: four frameworks' workers).
+OPT_IN = ("hostile", "soak", "image", "adapters")
 
 
 def parse(argv: list[str] | None) -> Options:
@@ -77,6 +78,18 @@ def parse(argv: list[str] | None) -> Options:
     p.add_argument("--footprint-trials", type=int, help="runs of each command; default 10, quick 3")
     p.add_argument("--footprint-idle-seconds", type=float, help="idle window for wake-ups and CPU; default 20, quick 2")
     p.add_argument("--mcp-trials", type=int, help="MCP interrupts per server and path; default 10, quick 1")
+    p.add_argument("--adapters-trials", type=int, help="trials per framework row; default 5, quick 1")
+    p.add_argument(
+        "--adapters-window",
+        type=float,
+        help="seconds after the cancel at which the tool's processes are counted; default 5, quick 1",
+    )
+    p.add_argument(
+        "--adapters-return-timeout",
+        type=float,
+        default=10.0,
+        help="seconds after the cancel by which a framework call that has not returned 'did not return' (default 10)",
+    )
     p.add_argument(
         "--profile", action="store_true", help="also profile the daemon with py-spy (needs the [bench] extra)"
     )
@@ -132,6 +145,9 @@ def parse(argv: list[str] | None) -> Options:
         footprint_trials=pick(a.footprint_trials, 10, 3),
         footprint_idle_seconds=pick(a.footprint_idle_seconds, 20.0, 2.0),
         mcp_trials=pick(a.mcp_trials, 10, 1),
+        adapters_trials=pick(a.adapters_trials, 5, 1),
+        adapters_window_s=pick(a.adapters_window, 5.0, 1.0),
+        adapters_return_timeout_s=max(a.adapters_return_timeout, pick(a.adapters_window, 5.0, 1.0)),
         soak_seconds=pick(a.soak_seconds, 1800.0, 60.0),
         soak_rate=pick(a.soak_rate, 100.0, 20.0),
         soak_tools=pick(a.soak_tools, 1000, 200),

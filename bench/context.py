@@ -37,6 +37,9 @@ class Options:
     footprint_trials: int
     footprint_idle_seconds: float
     mcp_trials: int
+    adapters_trials: int
+    adapters_window_s: float
+    adapters_return_timeout_s: float
     soak_seconds: float
     soak_rate: float
     soak_tools: int

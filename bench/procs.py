@@ -3,6 +3,7 @@ reads about them from /proc. Every process is stopped by its own PID."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import resource
@@ -37,6 +38,48 @@ def cpu_seconds(pid: int) -> float:
         data = f.read()
     fields = data[data.rindex(b")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is no zombie (a zombie has exited and only waits to be reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2] not in b"ZX"
+
+
+def child_subreaper(on: bool) -> None:
+    """Make this process the reaper of its descendants' orphans (``PR_SET_CHILD_SUBREAPER``),
+    or stop being it: a tool's ``setsid`` grandchild outlives its shell, and must still be
+    reaped by someone the suite controls."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(36, int(on), 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+
+
+def kill_and_reap(pids: list[int], timeout: float = 5.0) -> list[int]:
+    """SIGKILL each of ``pids`` still alive and wait for it to leave /proc, reaping those that
+    are (or become, as orphans of a subreaper) children of this process. Returns the pids
+    still alive at the deadline (none, unless a process cannot be killed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pending = []
+        for pid in pids:
+            if alive(pid):
+                pending.append(pid)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            try:
+                if os.waitpid(pid, os.WNOHANG) == (0, 0):
+                    pending.append(pid)  # our child, not yet exited
+            except ChildProcessError:
+                pass  # gone, or another process's child: its parent reaps it
+        if not pending or time.monotonic() > deadline:
+            return sorted({pid for pid in pending if alive(pid)})
+        time.sleep(0.01)
 
 
 def rss_bytes(pid: int) -> int:

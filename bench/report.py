@@ -50,6 +50,53 @@ def _mcp_lines(m: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def _returned(figure: dict[str, Any], bound_s: float) -> str:
+    """:func:`_count`, saying how many trials did not return within the bound."""
+    if not figure["count"]:
+        return f"did not return within {bound_s:g} s (0 of {figure['of']})"
+    late = figure["of"] - figure["count"]
+    return _count(figure) + (f", {late} did not return within {bound_s:g} s" if late else "")
+
+
+def adapter_lines(a: dict[str, Any]) -> list[str]:
+    """Section 12: each framework's own cancel beside the same framework with the adapter."""
+    lines = [
+        f"## 12. Framework adapters: the framework's own cancel vs the adapter (grace {a['grace_ms']:.0f} ms, "
+        f"{a['trials']} trials a row, interleaved)",
+        "",
+        'The tool starts `sh -c "sleep N & setsid sleep M & wait"` and waits on it (3 processes a trial; with '
+        "the adapter through its spawn helper). t0: the own cancel called / `Interrupt` called. Returned: "
+        f"t0 → the framework call returned, p50 / p99; survivors: the tree's processes alive {a['window_s']:g} s "
+        "after t0, then killed by pid.",
+        "",
+    ]
+    bound = a["return_timeout_s"]
+    for e in a["frameworks"].values():
+        versions = ", ".join(f"{k} {v}" for k, v in e.get("versions", {}).items())
+        lines += [f"### {e['title']}{f' ({versions})' if versions else ''}", ""]
+        if "skipped" in e:
+            lines += [f"Skipped: {e['skipped']}.", ""]
+            continue
+        lines += ["| tool | call, cancel | returned | survivors | outcome |", "|---|---|---|---|---|"]
+        for row in e["rows"].values():
+            outcome = ", ".join(f"{k} ×{v}" for k, v in row["outcomes"].items()) or "—"
+            lines.append(
+                f"| {row['tool']} | {row['how']} | {_returned(row['returned'], bound)} | "
+                f"{row['survivors']} of {row['processes']} | {outcome} |"
+            )
+        lines.append("")
+        for c in e["comparisons"]:
+            r = c["returned_ratio"]
+            returned = f"returned {_r(r)} the own cancel's time" if r else "the own cancel's call did not return"
+            lines.append(
+                f"- {c['own']} → {c['adapter']}: {returned}; survivors {c['survivors'][0]} → {c['survivors'][1]}"
+            )
+        lines += [*(f"- error: {x}" for x in e["errors"]), ""]
+    left = a.get("left_running", [])
+    lines += [f"Left running after the part: {', '.join(map(str, left)) if left else 'nothing'}.", ""]
+    return lines
+
+
 def markdown(results: dict[str, Any]) -> str:
     m = results["machine"]
     f = results["figures"]
@@ -278,6 +325,8 @@ def markdown(results: dict[str, Any]) -> str:
         lines += footprint_lines(f["footprint"])
     if "image" in f:
         lines += image_lines(f["image"])
+    if "adapters" in f:
+        lines += adapter_lines(f["adapters"])
     lines += ["## Targets", "", "| target | measured | |", "|---|---|---|"]
     for c in check(results, results["options"]["quick"]):
         lines.append(f"| {c.target} | {c.measured} | {c.mark()} |")

@@ -33,7 +33,7 @@ from typing import Any
 from interrupt_sidecar_client import InterruptReason, aio
 
 from bench.context import Context
-from bench.procs import ROOT, start_daemon
+from bench.procs import ROOT, alive, start_daemon
 from bench.stats import summarize
 
 NODE = ROOT / "tests" / "mcp" / "servers" / "node_modules"
@@ -182,7 +182,7 @@ async def trial(
         gone_at: float | None = None
         deadline = t0 + window
         while time.monotonic() < deadline:
-            if server.processes and gone_at is None and not any(_alive(p) for p in pids):
+            if server.processes and gone_at is None and not any(alive(p) for p in pids):
                 gone_at = time.monotonic()
             if (gone_at is not None or not server.processes) and agent.answer_at(1) is not None and bridged:
                 break  # the bridge's figures are in; the window matters for the survivors of the own path
@@ -191,7 +191,7 @@ async def trial(
         return {
             "answered_ms": None if answered is None else (answered - t0) * 1e3,
             "gone_ms": None if gone_at is None else (gone_at - t0) * 1e3,
-            "survivors": sum(1 for p in pids if _alive(p)),
+            "survivors": sum(1 for p in pids if alive(p)),
             "late_progress": agent.progress_after(t0) if not server.processes else 0,
         }
     finally:
@@ -207,14 +207,6 @@ async def trial(
         if begun is not None:
             with contextlib.suppress(Exception):
                 await coordinator.end(begun.execution_id)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2] not in b"ZX"
 
 
 def _figure(samples: list[dict[str, Any]], key: str) -> dict[str, Any]:

@@ -311,3 +311,46 @@ def test_the_image_part_measures_the_image_beside_its_floor(tmp_path: Path) -> N
     assert daemon["layers"] >= 2 and floor["layers"] >= 2
     assert {"grpcio", "protobuf", "interrupt-sidecar"} <= set(image["app_distributions_bytes"])
     assert image["build_tools_in_runtime"] == []
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_the_adapters_part_sets_each_frameworks_own_cancel_beside_the_adapter(tmp_path: Path) -> None:
+    # One trial a row, the survivors counted 1 s after the cancel. The trees sleep for 300 s,
+    # so every one the cancel leaves behind is still there to count.
+    results = run_bench(
+        tmp_path,
+        "--parts", "adapters",
+        "--adapters-trials", "1", "--adapters-window", "1", "--adapters-return-timeout", "3",
+        timeout=400,
+    )  # fmt: skip
+    a = results["figures"]["adapters"]
+    assert set(a["frameworks"]) == {"langgraph", "openai_agents", "crewai", "ai_sdk"}
+    for name, e in a["frameworks"].items():
+        if "skipped" in e:
+            unavailable(f"the adapters part skipped {name}: {e['skipped']}")
+        assert e["errors"] == [], (name, e["errors"])
+        assert e["versions"], name
+        for key, row in e["rows"].items():
+            assert row["returned"]["of"] == 1 and row["processes"] == 3, (name, key, row)
+            if key.endswith("/adapter"):
+                # The adapter's path: the call returned, interrupted, and nothing of the tree lived on.
+                assert row["outcomes"] == {"TurnInterrupted": 1}, (name, key, row)
+                assert row["survivors"] == 0, (name, key, row)
+                check_latency(row["returned"], f"adapters {name} {key}")
+            else:
+                # The framework's own cancel leaves the whole tree running.
+                assert row["survivors"] == 3, (name, key, row)
+                assert "TurnInterrupted" not in row["outcomes"], (name, key, row)
+        for c in e["comparisons"]:
+            before, after = e["rows"][c["own"]]["returned"], e["rows"][c["adapter"]]["returned"]
+            assert c["survivors"] == [e["rows"][c["own"]]["survivors"], e["rows"][c["adapter"]]["survivors"]]
+            if before["count"]:
+                check_ratio(c["returned_ratio"], after, before, f"adapters {name} {c['own']}")
+            else:
+                assert c["returned_ratio"] is None
+    # Waiting for the tool: after_turn and generateText do not return while it runs.
+    assert a["frameworks"]["openai_agents"]["rows"]["async/own_after_turn"]["returned"]["count"] == 0
+    assert a["frameworks"]["ai_sdk"]["rows"]["generate/own"]["returned"]["count"] == 0
+    assert a["left_running"] == []
+    assert "## 12. Framework adapters" in (tmp_path / "latest.md").read_text()
