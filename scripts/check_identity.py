@@ -15,6 +15,10 @@ disagrees (``make identity-check``; ``tests/test_identity.py`` runs it in ``make
 A copy is recognised by a pattern below, wide enough to catch a misspelt or stale one (a
 pattern that matches other projects' names too counts only values naming this one). Each
 manifest a registry reads must hold its copies, so a field that loses its value is caught.
+
+It also checks the license text each published package carries beside its manifest (npm,
+cargo and setuptools take it only from the package's own folder): a byte-for-byte copy of
+the root LICENSE, the one source.
 """
 
 from __future__ import annotations
@@ -44,6 +48,9 @@ MANIFESTS = (
 POMS = ("clients/java/pom.xml", "clients/java/conformance/pom.xml", "tests/conformance/pom.xml")
 CHART_VALUES = "helm/interrupt-sidecar/values.yaml"
 CHART_README = "helm/interrupt-sidecar/README.md"
+#: The license beside each published package's manifest: copies of this one.
+LICENSE = "LICENSE"
+LICENSE_COPIES = ("clients/python/LICENSE", "clients/typescript/LICENSE", "clients/rust/LICENSE")
 
 # A name in a URL or path (dots inside, as in a repository's name, never last), and where it
 # ends: a sentence's full stop after it is not part of it.
@@ -118,7 +125,7 @@ def identity(root: Path = ROOT) -> dict[str, str]:
 
 
 def check(root: Path = ROOT) -> list[str]:
-    """Every problem found: copies that disagree, required copies missing."""
+    """Every problem found: copies that disagree, required copies missing, license copies that differ."""
     facts = identity(root)
     problems: dict[tuple[str, int], str] = {}
     found: dict[str, set[str]] = {}
@@ -131,7 +138,13 @@ def check(root: Path = ROOT) -> list[str]:
                 problems[rel, copy.start] = (
                     f"{rel}:{copy.line}: {copy.copy.name} is {copy.value}, the identity says {expected}"
                 )
-    return [*problems.values(), *missing(COPIES, found, "scripts/check_identity.py")]
+    license_text = (root / LICENSE).read_bytes()
+    differing = [
+        f"{rel}: is not a copy of {LICENSE} (cp {LICENSE} {rel})"
+        for rel in LICENSE_COPIES
+        if not (root / rel).is_file() or (root / rel).read_bytes() != license_text
+    ]
+    return [*problems.values(), *missing(COPIES, found, "scripts/check_identity.py"), *differing]
 
 
 def main() -> int:
