@@ -5,6 +5,7 @@
 # Also: make serve (run the daemon in the foreground), make protos (regenerate),
 # make docs (regenerate docs/configuration.md from the settings and exit-code tables),
 # make version-check (every manifest carries the version of sidecar/interrupt_sidecar/__init__.py),
+# make identity-check (every manifest, doc and chart default names the identity of identity.toml),
 # make test-cold (CI's command as a fresh machine runs it: a fresh clone, empty caches).
 
 PYTHON ?= python3
@@ -13,7 +14,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 BUF    := tools/node_modules/.bin/buf
 
-.PHONY: demo serve test install install-test native mcp-test-deps crewai-test-deps protos check-protos docs check-docs version-check lint typecheck clients pytest clean image e2e-kubernetes ensure-system-tools ensure-prometheus ensure-podman test-cold
+.PHONY: demo serve test install install-test native mcp-test-deps crewai-test-deps protos check-protos docs check-docs version-check identity-check lint typecheck clients pytest clean image e2e-kubernetes ensure-system-tools ensure-prometheus ensure-podman test-cold
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -121,6 +122,11 @@ check-docs: install
 # python3 scripts/check_version.py --set X.Y.Z
 version-check:
 	$(PYTHON) scripts/check_version.py
+
+# One public identity (the repository's home, npm scope, Maven groupId, image name): every
+# copy agrees with identity.toml (tests/test_identity.py runs it in `make test`).
+identity-check:
+	$(PYTHON) scripts/check_identity.py
 
 lint: install-test
 	$(BIN)/ruff check .

@@ -21,27 +21,14 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+
+from copycheck import Copy, line_of, missing, report, scan
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = "sidecar/interrupt_sidecar/__init__.py"
 _V = r"(?P<v>\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?)"
-
-
-@dataclass(frozen=True)
-class Copy:
-    """Where a copy of the version is, recognised by ``pattern`` (its group ``v`` is the version)."""
-
-    name: str
-    pattern: re.Pattern[str]
-    #: Files that must hold at least one such copy (relative to the root).
-    required_in: tuple[str, ...] = ()
-    #: True: the pattern means a copy only in ``required_in`` (``version: 1.0.0`` in another
-    #: chart is that chart's); False: it is looked for in every tracked file.
-    only_there: bool = False
 
 
 def _re(pattern: str) -> re.Pattern[str]:
@@ -99,31 +86,11 @@ COPIES = (
 HISTORY = ("CHANGELOG.md",)
 
 
-def _applying(rel: str) -> list[Copy]:
-    return [copy for copy in COPIES if not copy.only_there or rel in copy.required_in]
-
-
 def source_version(root: Path = ROOT) -> str:
     match = COPIES[0].pattern.search((root / SOURCE).read_text())
     if match is None:
         raise SystemExit(f"{SOURCE}: no __version__ line")
     return match["v"]
-
-
-def _tracked_text_files(root: Path) -> list[Path]:
-    names = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True, text=True
-    ).stdout.split("\0")
-    files = []
-    for name in filter(None, names):
-        path = root / name
-        if name in HISTORY or not path.is_file():
-            continue
-        try:
-            files.append((path, path.read_text()))
-        except UnicodeDecodeError:
-            continue
-    return [p for p, _ in files]
 
 
 def check(root: Path = ROOT) -> list[str]:
@@ -132,31 +99,18 @@ def check(root: Path = ROOT) -> list[str]:
     problems: list[str] = []
     found: dict[str, set[str]] = {}
     mention = re.compile(rf"(?<![\w.]){re.escape(version)}(?![\w.])")
-    for path in _tracked_text_files(root):
-        rel = path.relative_to(root).as_posix()
-        text = path.read_text()
-        spans: list[tuple[int, int]] = []
-        for copy in _applying(rel):
-            for match in copy.pattern.finditer(text):
-                found.setdefault(rel, set()).add(copy.name)
-                spans.append(match.span("v"))
-                if match["v"] != version:
-                    line = text.count("\n", 0, match.start("v")) + 1
-                    problems.append(f"{rel}:{line}: {copy.name} is {match['v']}, the version is {version}")
+    for rel, text, copies in scan(root, COPIES, HISTORY):
+        for copy in copies:
+            found.setdefault(rel, set()).add(copy.copy.name)
+            if copy.value != version:
+                problems.append(f"{rel}:{copy.line}: {copy.copy.name} is {copy.value}, the version is {version}")
         for match in mention.finditer(text):
-            if not any(start <= match.start() < end for start, end in spans):
-                line = text.count("\n", 0, match.start()) + 1
+            if not any(copy.start <= match.start() < copy.end for copy in copies):
                 problems.append(
-                    f"{rel}:{line}: mentions {version} in a way scripts/check_version.py does not know; "
-                    "add a pattern for it there, so the copy is checked"
+                    f"{rel}:{line_of(text, match.start())}: mentions {version} in a way scripts/check_version.py "
+                    "does not know; add a pattern for it there, so the copy is checked"
                 )
-    for copy in COPIES:
-        for rel in copy.required_in:
-            if copy.name not in found.get(rel, set()):
-                problems.append(
-                    f"{rel}: has no {copy.name} (the pattern in scripts/check_version.py no longer matches)"
-                )
-    return problems
+    return problems + missing(COPIES, found, "scripts/check_version.py")
 
 
 def set_version(new: str, root: Path = ROOT) -> int:
@@ -164,14 +118,12 @@ def set_version(new: str, root: Path = ROOT) -> int:
     if not re.fullmatch(_V, new):
         raise SystemExit(f"{new!r} is not a version like 1.2.3")
     changed = 0
-    for path in _tracked_text_files(root):
-        text = path.read_text()
-        rel = path.relative_to(root).as_posix()
-        spans = sorted({m.span("v") for copy in _applying(rel) for m in copy.pattern.finditer(text)}, reverse=True)
+    for rel, text, copies in scan(root, COPIES, HISTORY):
+        spans = sorted({(copy.start, copy.end) for copy in copies}, reverse=True)
         for start, end in spans:
             text = text[:start] + new + text[end:]
         if spans:
-            path.write_text(text)
+            (root / rel).write_text(text)
             changed += len(spans)
     return changed
 
@@ -182,14 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.set:
         print(f"{set_version(args.set)} copies now say {args.set}")
-    problems = check()
-    for problem in problems:
-        print(problem, file=sys.stderr)
-    if problems:
-        print(f"\nThe version is {source_version()} ({SOURCE}); `--set` rewrites every copy.", file=sys.stderr)
-        return 1
-    print(f"every copy says {source_version()}")
-    return 0
+    version = source_version()
+    return report(
+        check(), f"The version is {version} ({SOURCE}); `--set` rewrites every copy.", f"every copy says {version}"
+    )
 
 
 if __name__ == "__main__":

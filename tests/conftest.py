@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -34,6 +35,19 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 # tests/adapters/test_crewai_venv.py, which in turn is not collected where crewai is.
 CREWAI_TESTS = ["adapters/test_crewai.py", "docs/test_adapters_crewai.py"]
 collect_ignore = CREWAI_TESTS if importlib.util.find_spec("crewai") is None else ["adapters/test_crewai_venv.py"]
+
+
+def load_script(name: str) -> ModuleType:
+    """scripts/NAME.py as a module, importing its neighbours as it does when run (scripts/ first on the path)."""
+    scripts = str(ROOT / "scripts")
+    if scripts not in sys.path:
+        sys.path.insert(0, scripts)
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
 
 
 def free_port() -> int:

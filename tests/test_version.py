@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
 import sys
@@ -13,19 +12,14 @@ import interrupt_sidecar
 import interrupt_sidecar_client
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_script
 
 SCRIPT = ROOT / "scripts" / "check_version.py"
 
 
 @pytest.fixture(scope="module")
 def check_version() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("check_version", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    return load_script("check_version")
 
 
 def test_every_copy_in_the_repository_agrees() -> None:
