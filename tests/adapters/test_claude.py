@@ -352,7 +352,9 @@ def test_begin_and_end_hooks(daemon: DaemonProcess, tmp_path: Path) -> None:
 # -- Claude Code itself, offline ---------------------------------------------------------
 
 
-def claude_code(tmp_path: Path, address: str, command: str, context_id: str) -> tuple[list[str], Path]:
+def claude_code(
+    tmp_path: Path, address: str, command: str, context_id: str, allowed: str = "Bash"
+) -> tuple[list[str], Path]:
     """Claude Code, offline (:mod:`tests.adapters.claude_host`), with the adapter's three
     command hooks in its settings as docs/adapters.md gives them."""
     hook = [*ADAPTER]
@@ -367,7 +369,7 @@ def claude_code(tmp_path: Path, address: str, command: str, context_id: str) -> 
     settings = tmp_path / "settings.json"
     settings.write_text(json.dumps({"hooks": hooks}))
     # Not bypassPermissions: Claude Code refuses it as root. Allowing Bash is what a user does.
-    args = ["-p", "run it", "--settings", str(settings), "--allowedTools", "Bash", "--output-format", "json"]
+    args = ["-p", "run it", "--settings", str(settings), "--allowedTools", allowed, "--output-format", "json"]
     return host(tmp_path, command, args=args)
 
 
@@ -407,3 +409,17 @@ def test_in_claude_code_an_awkward_command_runs_unchanged_in_the_turn(daemon: Da
     text = json.dumps(result["content"])
     assert result["is_error"] is False and "bash, not sh" in text and "line three" in text
     assert "token: 0" not in text and "token: " in text  # it ran as a tool of the turn
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_in_claude_code_a_prefix_rule_does_not_allow_the_rewritten_command(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    """What docs/adapters.md says Claude Code would not let the adapter do: its permission
+    check sees the rewritten command, so ``Bash(echo:*)`` no longer allows ``echo``."""
+    argv, log = claude_code(tmp_path, daemon.address, "echo allowed-by-rule", "claude-rule", allowed="Bash(echo:*)")
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=110)
+    assert done.returncode == 0, done.stderr
+    [result] = tool_results(log)
+    assert result["is_error"] is True and "allowed-by-rule" not in json.dumps(result["content"])
