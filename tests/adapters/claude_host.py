@@ -6,7 +6,8 @@ Messages API on 127.0.0.1 from this process and runs the CLI (``claude -p``) wit
 its telemetry and non-essential traffic off, and a private HOME. CONFIG (JSON):
 
 * ``claude``: the CLI; ``args``: its arguments; ``home``: its HOME; ``env``: more variables;
-* ``command``: what the scripted model asks the Bash tool to run, once, as ``toolu_host``;
+* ``command``: what the scripted model asks the Bash tool to run, once, as ``toolu_host``
+  (or ``call``: ``{"name", "input"}`` of another tool);
 * ``log``: where every request body the API received is appended (one JSON per line);
 * ``sdk`` (instead of ``args``): run the docs' Claude Agent SDK example on the CLI instead
   (``module``, ``token_file``, ``address``; see :func:`sdk_chat`).
@@ -32,14 +33,14 @@ from typing import Any
 TOOL_USE_ID = "toolu_host"
 
 
-def reply(request: dict[str, Any], command: str) -> tuple[list[dict[str, Any]], str]:
+def reply(request: dict[str, Any], call: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     """The scripted model: (content blocks, stop reason) for a Messages API request."""
     messages = request.get("messages") or [{}]
     last = messages[-1].get("content")
     answered = isinstance(last, list) and any(block.get("type") == "tool_result" for block in last)
     if answered or not request.get("tools"):
         return [{"type": "text", "text": "done" if answered else "ok"}], "end_turn"
-    return [{"type": "tool_use", "id": TOOL_USE_ID, "name": "Bash", "input": {"command": command}}], "tool_use"
+    return [{"type": "tool_use", "id": TOOL_USE_ID, **call}], "tool_use"
 
 
 def sse(blocks: list[dict[str, Any]], stop: str, model: str) -> bytes:
@@ -68,7 +69,7 @@ def sse(blocks: list[dict[str, Any]], stop: str, model: str) -> bytes:
     return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
 
 
-def serve(command: str, log: str) -> ThreadingHTTPServer:
+def serve(call: dict[str, Any], log: str) -> ThreadingHTTPServer:
     lock = threading.Lock()
 
     class Api(BaseHTTPRequestHandler):
@@ -82,7 +83,7 @@ def serve(command: str, log: str) -> ThreadingHTTPServer:
             if not self.path.startswith("/v1/messages") or self.path.startswith("/v1/messages/count_tokens"):
                 self._send(200, "application/json", json.dumps({"input_tokens": 10}).encode())
                 return
-            blocks, stop = reply(body, command)
+            blocks, stop = reply(body, call)
             model = str(body.get("model", "claude-test"))
             if body.get("stream"):
                 self._send(200, "text/event-stream", sse(blocks, stop, model))
@@ -107,7 +108,7 @@ def serve(command: str, log: str) -> ThreadingHTTPServer:
     return server
 
 
-def host(directory: Path, command: str, **config: Any) -> tuple[list[str], Path]:
+def host(directory: Path, command: str = "", **config: Any) -> tuple[list[str], Path]:
     """The argv that runs this script on a CONFIG of ``config`` (``claude``: the CLI the
     installed SDK bundles, a HOME and an API log in ``directory``; ``command`` for the
     scripted model), in a network namespace of its own; and the API's request log."""
@@ -138,7 +139,8 @@ def main() -> int:
         config = json.load(handle)
     # Only loopback exists in this namespace; bring it up so the API can listen on it.
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    server = serve(config["command"], config["log"])
+    call = config.get("call") or {"name": "Bash", "input": {"command": config["command"]}}
+    server = serve(call, config["log"])
     env = {
         "PATH": os.environ["PATH"],
         "HOME": config["home"],

@@ -38,6 +38,7 @@ from tests.adapters.claude_host import host, tool_results
 from tests.adapters.support import interrupt_context, pids_of, survivors_now, tree_command
 from tests.conftest import DaemonProcess
 from tests.mcp.support import MODERN, alive, eventually, processes_running, within
+from tests.polling import eventually as eventually_sync
 
 #: The venv's command, as Claude Code would find ``interrupt-sidecar`` on its PATH.
 SIDECAR = str(Path(sys.executable).with_name("interrupt-sidecar"))
@@ -423,3 +424,40 @@ def test_in_claude_code_a_prefix_rule_does_not_allow_the_rewritten_command(
     assert done.returncode == 0, done.stderr
     [result] = tool_results(log)
     assert result["is_error"] is True and "allowed-by-rule" not in json.dumps(result["content"])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_in_claude_code_a_bridged_mcp_call_is_answered_at_the_interrupt(daemon: DaemonProcess, tmp_path: Path) -> None:
+    config = tmp_path / ".mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"modern": {"command": MODERN[0], "args": MODERN[1:]}}}))
+    token = ["--token-file", str(tmp_path / "turn-token")]
+    assert adapter("mcp-config", str(config), *token, "--bridge", SIDECAR).returncode == 0
+    begin = [*ADAPTER, "begin", *token, "--address", daemon.address, "--context", "claude-mcp-host", "--grace", "0.3"]
+    end = [*ADAPTER, "end", *token, "--address", daemon.address]
+    hooks = {
+        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": shlex.join(begin)}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": shlex.join(end)}]}],
+    }
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"hooks": hooks}))
+    duration = f"{300 + random.random():.6f}"
+    args = ["-p", "run it", "--settings", str(settings), "--mcp-config", str(config), "--strict-mcp-config"]
+    args += ["--allowedTools", "mcp__modern__run", "--output-format", "json"]
+    call = {"name": "mcp__modern__run", "input": {"argv": ["sleep", duration]}}
+    argv, log = host(tmp_path, call=call, args=args, env={"INTERRUPT_SIDECAR_ADDRESS": daemon.address})
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as claude:
+        try:
+            [pid] = eventually_sync(
+                lambda: processes_running("sleep", duration), timeout=60, what="the MCP call's sleep"
+            )
+            interrupt_context(daemon.address, "claude-mcp-host")
+            out, err = claude.communicate(timeout=60)
+        finally:
+            if claude.poll() is None:
+                claude.kill()
+    assert claude.returncode == 0, err
+    [result] = tool_results(log)
+    assert result["is_error"] is True and "Interrupted" in json.dumps(result["content"]), result
+    assert json.loads(out)["result"] == "done"  # the model got the interrupted result and answered
+    eventually_sync(lambda: not alive(pid), timeout=10, what="the call's sleep killed after the grace")
