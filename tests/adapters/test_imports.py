@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import start_daemon
 
-FRAMEWORKS = ("langchain", "langchain_core", "langgraph", "agents", "openai", "crewai")
+FRAMEWORKS = ("langchain", "langchain_core", "langgraph", "agents", "openai", "crewai", "claude_agent_sdk", "mcp")
 
 
 @pytest.mark.timeout(60)
@@ -20,6 +20,18 @@ def test_the_client_and_the_adapters_package_import_no_framework() -> None:
         "import sys, interrupt_sidecar_client, interrupt_sidecar_client.aio, interrupt_sidecar_client.adapters\n"
         "from interrupt_sidecar_client import Coordinator, attach\n"
         f"print(sorted(m for m in sys.modules if m.split('.')[0] in {FRAMEWORKS!r}))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert result.stdout.strip() == "[]", result.stdout
+
+
+@pytest.mark.timeout(60)
+def test_the_claude_adapter_imports_no_sdk_and_not_the_turn_machinery() -> None:
+    """Claude Code starts the bash-hook before every Bash command: it must stay cheap."""
+    code = (
+        "import sys, interrupt_sidecar_client.adapters.claude\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {FRAMEWORKS!r}"
+        " or m == 'interrupt_sidecar_client.adapters._turn'))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert result.stdout.strip() == "[]", result.stdout
