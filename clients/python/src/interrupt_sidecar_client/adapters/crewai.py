@@ -62,6 +62,7 @@ from interrupt_sidecar_client.adapters._turn import (
     call_sync,
     create_subprocess_exec,
     current_turn,
+    follow_blocking,
     open_turn,
     popen,
     run_turn,
@@ -239,42 +240,45 @@ class InterruptibleCrew:
         try:
             if self._token_file is not None:
                 _write_token(self._token_file, begun.attach_token)
-            with contextlib.ExitStack() as stack:
-                try:
-                    run = stack.enter_context(
-                        attach(
-                            behavior=InterruptBehavior.THREAD_INTERRUPT,
-                            tool_name=f"{FRAMEWORK}:turn",
-                            address=begun.address,
-                            token=begun.attach_token,
+            # The watch outlives the attach: the trees are waited for after the run unwound.
+            with contextlib.ExitStack() as following:
+                with contextlib.ExitStack() as stack:
+                    try:
+                        run = stack.enter_context(
+                            attach(
+                                behavior=InterruptBehavior.THREAD_INTERRUPT,
+                                tool_name=f"{FRAMEWORK}:turn",
+                                address=begun.address,
+                                token=begun.attach_token,
+                            )
                         )
+                    except CancelledExecution as refused:
+                        # The execution tripped before the kickoff began: nothing runs, not
+                        # one model call.
+                        raise TurnInterrupted(
+                            refused.cancellation, execution_id=begun.execution_id, history=[]
+                        ) from refused
+                    turn = Turn(
+                        framework=FRAMEWORK,
+                        execution_id=begun.execution_id,
+                        address=run.address,
+                        token=begun.attach_token,
+                        signal=run.signal,
+                        grace=run.grace or timedelta(milliseconds=500),
                     )
-                except CancelledExecution as refused:
-                    # The execution tripped before the kickoff began: nothing runs, not
-                    # one model call.
-                    raise TurnInterrupted(
-                        refused.cancellation, execution_id=begun.execution_id, history=[]
-                    ) from refused
-                turn = Turn(
-                    framework=FRAMEWORK,
-                    execution_id=begun.execution_id,
-                    address=run.address,
-                    token=begun.attach_token,
-                    signal=run.signal,
-                    grace=run.grace or timedelta(milliseconds=500),
-                )
-                try:
-                    with turn.activate():
-                        return self.crew.kickoff(inputs=inputs)
-                except Exception as stopped:
-                    # The interrupt lands as CancelledExecution in this thread, or surfaces as
-                    # the hook's refusal of the next model call (HookAborted), or whatever
-                    # CrewAI made of either: all of them are the trip when the turn tripped.
-                    if not turn.interrupted:
-                        raise
-                    run.unwind(ToolOutcome.INTERRUPTED)
-                    error: BaseException = stopped
-            turn._settle_blocking(turn.grace.total_seconds() * 2 + 1.0)
+                    following.enter_context(follow_blocking(turn, begun.address))
+                    try:
+                        with turn.activate():
+                            return self.crew.kickoff(inputs=inputs)
+                    except Exception as stopped:
+                        # The interrupt lands as CancelledExecution in this thread, or surfaces as
+                        # the hook's refusal of the next model call (HookAborted), or whatever
+                        # CrewAI made of either: all of them are the trip when the turn tripped.
+                        if not turn.interrupted:
+                            raise
+                        run.unwind(ToolOutcome.INTERRUPTED)
+                        error: BaseException = stopped
+                turn._settle_blocking(turn.grace.total_seconds() * 2 + 1.0)
             raise turn.interrupted_error(_history(turn)) from error
         finally:
             if coordinator is not None:
