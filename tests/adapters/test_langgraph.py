@@ -336,8 +336,31 @@ async def test_a_tool_call_of_a_tripped_turn_is_refused_without_running(daemon: 
         agent = create_agent(model(calling("crunch", {"steps": 1})), tools=[crunch])
         with pytest.raises(TurnInterrupted):
             await InterruptibleGraph(agent).ainvoke({"messages": [HumanMessage("go")]}, execution=begun)
+        # The blocking invoke too: TurnInterrupted (its attach is refused), not a bare CancelledExecution.
+        with pytest.raises(TurnInterrupted) as caught:
+            await asyncio.to_thread(
+                InterruptibleGraph(agent).invoke, {"messages": [HumanMessage("go")]}, execution=begun
+            )
+        assert caught.value.execution_id == begun.execution_id and caught.value.calls == []
         assert not probe.started.is_set()
         coordinator.end(begun.execution_id)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("how", ["ainvoke", "invoke"])
+async def test_each_call_writes_its_turns_token_file(daemon: DaemonProcess, tmp_path: Path, how: str) -> None:
+    token_file = tmp_path / "turn-token"
+    agent = create_agent(model(AIMessage("done")), tools=[])
+    graph = InterruptibleGraph(agent, token_file=str(token_file))
+    with Coordinator(daemon.address) as coordinator:
+        begun = coordinator.begin(context_id=f"lg-token-{how}", grace=GRACE)
+        if how == "ainvoke":
+            state = await graph.ainvoke({"messages": [HumanMessage("go")]}, execution=begun)
+        else:
+            state = await asyncio.to_thread(graph.invoke, {"messages": [HumanMessage("go")]}, execution=begun)
+        coordinator.end(begun.execution_id)
+    assert state["messages"][-1].content == "done"
+    assert token_file.read_text() == begun.attach_token
 
 
 @pytest.mark.timeout(60)

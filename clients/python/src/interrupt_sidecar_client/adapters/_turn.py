@@ -2,13 +2,15 @@
 
 No framework is imported here. A framework adapter:
 
-1. opens a :class:`Turn` (:func:`open_turn`): an execution it begins (or one the runtime
+1. keeps its constructor's settings in a :class:`TurnSettings` and opens a :class:`Turn`
+   with it (``settings.open(execution)``): an execution it begins (or one the runtime
    began), attached as a COOPERATIVE tool named ``<framework>:turn`` whose signal is the
    turn's — so the daemon sees the framework call itself unwind, and a call that outlives
    the grace shows as a grace overrun;
 2. runs the framework call in a task of its own (:func:`run_turn`) and maps the trip to
    the framework's own cancel (cancelling that task, or a callback such as
-   ``RunResultStreaming.cancel``);
+   ``RunResultStreaming.cancel``); a blocking framework call runs in the calling thread,
+   attached THREAD_INTERRUPT instead (:func:`run_blocking_turn`);
 3. runs each tool call through :func:`call_sync` (the tool's body in the thread that runs
    it, attached THREAD_INTERRUPT) or :func:`call_async` (attached COOPERATIVE, the body in
    a task the adapter cancels at the trip), which refuse calls of a tripped turn and turn
@@ -42,6 +44,7 @@ from interrupt_sidecar_client._interrupt import defer_interrupts
 from interrupt_sidecar_client._loop import shared_loop
 from interrupt_sidecar_client._process import AsyncManagedProcess, ManagedProcess
 from interrupt_sidecar_client._signal import CancellationSignal, CancellationSource
+from interrupt_sidecar_client._sync_coordinator import Coordinator
 from interrupt_sidecar_client._sync_tool import attach
 from interrupt_sidecar_client._tool import attach as aio_attach
 from interrupt_sidecar_client._types import (
@@ -57,6 +60,7 @@ __all__ = [
     "InterruptedCall",
     "Turn",
     "TurnInterrupted",
+    "TurnSettings",
     "bridge_stdio",
     "call_async",
     "call_sync",
@@ -66,6 +70,7 @@ __all__ = [
     "interrupted_text",
     "open_turn",
     "popen",
+    "run_blocking_turn",
     "run_turn",
 ]
 
@@ -243,7 +248,9 @@ class Turn:
             call.done = True
             self._lock.notify_all()
 
-    def _settle_blocking(self, timeout: float) -> None:
+    def _settle_blocking(self, timeout: float | None = None) -> None:
+        if timeout is None:
+            timeout = self.grace.total_seconds() * 2 + UNWIND_MARGIN
         deadline = time.monotonic() + timeout
         with self._lock:
             while any(not call.done for call in self._calls):
@@ -326,8 +333,6 @@ class Turn:
         """Wait (at most ``timeout``, by default the grace plus a margin) until every tool
         call of the turn has unwound; after a trip, then until the daemon reports each of
         their process trees gone (at most their kill window)."""
-        if timeout is None:
-            timeout = self.grace.total_seconds() * 2 + UNWIND_MARGIN
         await asyncio.to_thread(self._settle_blocking, timeout)
 
     def interrupted_calls(self) -> list[InterruptedCall]:
@@ -405,8 +410,35 @@ def follow_blocking(turn: Turn, address: str) -> Iterator[Turn]:
         future.cancel()
 
 
-@contextlib.asynccontextmanager
-async def open_turn(
+@dataclass(frozen=True)
+class TurnSettings:
+    """How an adapter begins its turns: the keyword arguments every ``Interruptible*`` class
+    takes, kept once.
+
+    Each turn begins an execution (on ``coordinator``, or a client made for ``address``) in
+    ``context_id`` with ``grace`` and ``labels`` (plus ``framework=<framework>``) and ends it
+    after, unless it follows one the runtime began. ``token_file``: each turn's attach token
+    is written there (atomically) for MCP servers behind ``interrupt-sidecar mcp``.
+    """
+
+    framework: str
+    coordinator: AsyncCoordinator | None = None
+    address: str | None = None
+    context_id: str = ""
+    grace: timedelta | float | None = None
+    labels: Mapping[str, str] | None = None
+    token_file: str | os.PathLike[str] | None = None
+
+    def open(self, execution: BegunExecution | None = None) -> contextlib.AbstractAsyncContextManager[Turn]:
+        """A turn for the duration of an ``async with`` block: begins an execution (ended
+        after), or follows ``execution`` (begun by the runtime, left for it to end)."""
+        return _open_turn(self, execution)
+
+    def _begin_labels(self) -> dict[str, str]:
+        return {"framework": self.framework, **dict(self.labels or {})}
+
+
+def open_turn(
     framework: str,
     *,
     coordinator: AsyncCoordinator | None = None,
@@ -416,24 +448,40 @@ async def open_turn(
     grace: timedelta | float | None = None,
     labels: Mapping[str, str] | None = None,
     token_file: str | os.PathLike[str] | None = None,
-) -> AsyncIterator[Turn]:
+) -> contextlib.AbstractAsyncContextManager[Turn]:
     """A turn for the duration of the block: begins an execution (ended after), or follows
     ``execution`` (begun by the runtime, left for it to end).
 
     ``token_file``: write the turn's attach token there (atomically) for MCP servers behind
     ``interrupt-sidecar mcp --token-file`` (see :func:`bridge_stdio`).
     """
+    settings = TurnSettings(
+        framework,
+        coordinator=coordinator,
+        address=address,
+        context_id=context_id,
+        grace=grace,
+        labels=labels,
+        token_file=token_file,
+    )
+    return settings.open(execution)
+
+
+@contextlib.asynccontextmanager
+async def _open_turn(settings: TurnSettings, execution: BegunExecution | None) -> AsyncIterator[Turn]:
+    framework = settings.framework
+    coordinator = settings.coordinator
     own_coordinator: AsyncCoordinator | None = None
     begun = execution
     if begun is None:
         if coordinator is None:
-            coordinator = own_coordinator = AsyncCoordinator(address)
+            coordinator = own_coordinator = AsyncCoordinator(settings.address)
         begun = await coordinator.begin(
-            context_id=context_id, grace=grace, labels={"framework": framework, **dict(labels or {})}
+            context_id=settings.context_id, grace=settings.grace, labels=settings._begin_labels()
         )
     try:
-        if token_file is not None:
-            _write_token(token_file, begun.attach_token)
+        if settings.token_file is not None:
+            _write_token(settings.token_file, begun.attach_token)
         run = await aio_attach(
             behavior=InterruptBehavior.COOPERATIVE,
             tool_name=f"{framework}:turn",
@@ -519,6 +567,81 @@ async def run_turn(turn: Turn, call: Awaitable[T], *, history: Callable[[], Awai
             raise
         await turn.settle()
         raise turn.interrupted_error(await history()) from error
+
+
+def run_blocking_turn(
+    settings: TurnSettings,
+    execution: BegunExecution | None,
+    call: Callable[[], T],
+    *,
+    history: Callable[[Turn], list[Any] | None],
+) -> T:
+    """Run a blocking framework call (``call()``) as one turn, in the calling thread.
+
+    The blocking counterpart of :meth:`TurnSettings.open` with :func:`run_turn`: the thread
+    is attached THREAD_INTERRUPT as ``<framework>:turn`` and interrupted at the trip; once
+    the tool calls have unwound and the daemon has reported their process trees gone,
+    :class:`TurnInterrupted` is raised with ``history(turn)``. A turn whose execution
+    tripped before the call began never starts it.
+    """
+    with contextlib.ExitStack() as ending:
+        begun = execution
+        if begun is None:
+            address = settings.address if settings.coordinator is None else settings.coordinator.address
+            coordinator = ending.enter_context(Coordinator(address))
+            begun = coordinator.begin(
+                context_id=settings.context_id, grace=settings.grace, labels=settings._begin_labels()
+            )
+            ending.callback(coordinator.end, begun.execution_id)
+        if settings.token_file is not None:
+            _write_token(settings.token_file, begun.attach_token)
+        return _run_blocking(settings.framework, begun, call, history)
+
+
+def _run_blocking(
+    framework: str, begun: BegunExecution, call: Callable[[], T], history: Callable[[Turn], list[Any] | None]
+) -> T:
+    # The watch outlives the attach: the trees are waited for after the run has unwound.
+    with contextlib.ExitStack() as following:
+        run = attach(
+            behavior=InterruptBehavior.THREAD_INTERRUPT,
+            tool_name=f"{framework}:turn",
+            address=begun.address,
+            token=begun.attach_token,
+        )
+        turn = Turn(
+            framework=framework,
+            execution_id=begun.execution_id,
+            address=run.address,
+            token=begun.attach_token,
+            signal=run.signal,
+            grace=run.grace or begun.execution.grace or timedelta(milliseconds=500),
+        )
+        try:
+            # Entering raises CancelledExecution when the execution tripped before the call
+            # began: the call never starts, not one model call is made.
+            with run:
+                # Watched from before any tool call: a watch has no history, so a group's
+                # Gone published before it began would never be seen.
+                following.enter_context(follow_blocking(turn, begun.address))
+                try:
+                    with turn.activate():
+                        return call()
+                except Exception:
+                    if turn.interrupted:
+                        # Whatever the framework made of the interrupt (it lands as
+                        # CancelledExecution in this thread; CrewAI may surface it as its
+                        # hook's refusal of the next model call), the run was interrupted.
+                        run.unwind(ToolOutcome.INTERRUPTED)
+                    raise
+        except Exception as error:
+            # The interrupt may also land in the attach's own code (its __exit__ turns a late
+            # ThreadInterrupted into CancelledExecution): all of it is the trip once tripped.
+            if not turn.interrupted:
+                raise
+            stopped = error
+        turn._settle_blocking()
+    raise turn.interrupted_error(history(turn)) from stopped
 
 
 # -- tool calls ------------------------------------------------------------------------
