@@ -42,7 +42,7 @@ from interrupt_sidecar_client._coordinator import AsyncCoordinator
 from interrupt_sidecar_client._errors import CancelledExecution
 from interrupt_sidecar_client._interrupt import defer_interrupts
 from interrupt_sidecar_client._loop import shared_loop
-from interrupt_sidecar_client._process import AsyncManagedProcess, ManagedProcess
+from interrupt_sidecar_client._process import AsyncManagedProcess, ManagedProcess, finish_despite_cancels
 from interrupt_sidecar_client._signal import CancellationSignal, CancellationSource
 from interrupt_sidecar_client._sync_coordinator import Coordinator
 from interrupt_sidecar_client._sync_tool import attach
@@ -817,33 +817,40 @@ async def create_subprocess_exec(
             token=scope.turn.token,
         )
     async with local as run:
-        process = await run.registrar.create_subprocess_exec(program, *args, kill_after=kill_after, **kwargs)
-        if scope is not None:
-            scope.turn._track(run.tool_id, process.terminator, process.pgid, _kill_window(run.grace, kill_after))
+        window = _kill_window(run.grace, kill_after)
+
+        async def spawn() -> AsyncManagedProcess:
+            process = await run.registrar.create_subprocess_exec(program, *args, kill_after=kill_after, **kwargs)
+            if scope is not None:
+                scope.turn._track(run.tool_id, process.terminator, process.pgid, window)
+            return process
+
+        # The adapter cancels the tool's task at the trip, the very moment the daemon starts
+        # killing the tool's trees. A cancel landing between the fork and the tracking would
+        # have the helper kill the leader (or its group) itself, orphaning a setsid grandchild
+        # the daemon never saw, and leave the turn blind to the group. So the spawn, the
+        # registration and the tracking run to their end whatever comes (the registrar's own
+        # hold then sees no cancel), and a cancel held back meanwhile is raised below, inside
+        # the `finally` that waits for the daemon's kill.
+        process, cancelled = await finish_despite_cancels(spawn())
         async with process:
             try:
+                if cancelled:
+                    raise asyncio.CancelledError
                 yield process
             finally:
                 if _tripped(run.signal, scope) and process.returncode is None:
-                    await _outlast_cancels(process.process.wait(), _kill_window(run.grace, kill_after))
+                    await _outlast_cancels(process.process.wait(), window)
 
 
 async def _outlast_cancels(waiting: Awaitable[object], timeout: float) -> None:
     """Await ``waiting`` up to ``timeout`` even while this task is being cancelled (the tool's
     task is cancelled at the same trip the daemon kills its processes for); a cancel that
     arrives meanwhile is raised after."""
-    future = asyncio.ensure_future(waiting)
-    deadline = asyncio.get_running_loop().time() + timeout
-    cancelled = False
-    while not future.done():
-        remaining = deadline - asyncio.get_running_loop().time()
-        if remaining <= 0:
-            future.cancel()
-            break
-        try:
-            await asyncio.wait({future}, timeout=remaining)
-        except asyncio.CancelledError:
-            cancelled = True
+    try:
+        _, cancelled = await finish_despite_cancels(asyncio.wait_for(waiting, timeout))
+    except TimeoutError:
+        return  # not cancelled meanwhile (a held cancel is raised instead): give up waiting
     if cancelled:
         raise asyncio.CancelledError
 
