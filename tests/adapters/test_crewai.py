@@ -38,6 +38,7 @@ from pydantic import Field
 from tests.adapters.support import (
     GRACE,
     MARGIN,
+    TreeInterrupter,
     assert_all_gone,
     interrupt_context,
     pids_of,
@@ -270,24 +271,12 @@ def test_kickoff_returns_only_once_the_daemon_reports_the_tree_gone(daemon: Daem
     crew = InterruptibleCrew(
         crew_of(llm, [interruptible_tool(Build())]), address=daemon.address, context_id="crew-stubborn", grace=GRACE
     )
-    pids: list[int] = []
-    t0: list[float] = []
-
-    def interrupter() -> None:
-        pids.extend(pids_of(pidfile, count=2))
-        t0.append(time.monotonic())
-        interrupt_context(daemon.address, "crew-stubborn")
-
-    thread = threading.Thread(target=interrupter)
-    thread.start()
-    try:
+    with TreeInterrupter(pidfile, daemon.address, "crew-stubborn") as tree:
         with pytest.raises(TurnInterrupted) as caught:
             crew.kickoff({})
-        assert len(pids) == 2
-        assert survivors_now(pids) == [], "kickoff raised while the daemon was still killing the tree"
-    finally:
-        thread.join(30)
-    assert time.monotonic() - t0[0] < GRACE + KILL_AFTER + MARGIN
+        assert len(tree.pids) == 2
+        assert survivors_now(tree.pids) == [], "kickoff raised while the daemon was still killing the tree"
+    assert time.monotonic() - tree.t0 < GRACE + KILL_AFTER + MARGIN
     assert caught.value.unconfirmed_pgids == []
     assert len(llm.sent) == 1
 

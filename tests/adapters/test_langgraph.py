@@ -30,6 +30,7 @@ from langgraph.graph import END, START, StateGraph
 from tests.adapters.support import (
     GRACE,
     MARGIN,
+    TreeInterrupter,
     assert_all_gone,
     interrupt_context,
     pids_of,
@@ -259,21 +260,11 @@ def test_invoke_returns_only_once_the_daemon_reports_the_tree_gone(daemon: Daemo
     build = stubborn_tools(pidfile)["sync"]
     agent = create_agent(model(calling(build.name, {"target": "all"})), tools=interruptible_tools([build]))
     graph = InterruptibleGraph(agent, address=daemon.address, context_id="lg-stubborn-invoke", grace=GRACE)
-    pids: list[int] = []
-
-    def interrupter() -> None:
-        pids.extend(pids_of(pidfile, count=2))
-        interrupt_context(daemon.address, "lg-stubborn-invoke")
-
-    thread = threading.Thread(target=interrupter)
-    thread.start()
-    try:
+    with TreeInterrupter(pidfile, daemon.address, "lg-stubborn-invoke") as tree:
         with pytest.raises(TurnInterrupted) as caught:
             graph.invoke({"messages": [HumanMessage("go")]})
-        assert len(pids) == 2
-        assert survivors_now(pids) == [], "the call returned while the daemon was still killing the tree"
-    finally:
-        thread.join(30)
+        assert len(tree.pids) == 2
+        assert survivors_now(tree.pids) == [], "the call returned while the daemon was still killing the tree"
     assert caught.value.unconfirmed_pgids == []
 
 

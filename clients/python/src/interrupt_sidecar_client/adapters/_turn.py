@@ -45,7 +45,8 @@ from interrupt_sidecar_client._loop import shared_loop
 from interrupt_sidecar_client._process import AsyncManagedProcess, ManagedProcess, finish_despite_cancels
 from interrupt_sidecar_client._signal import CancellationSignal, CancellationSource
 from interrupt_sidecar_client._sync_coordinator import Coordinator
-from interrupt_sidecar_client._sync_tool import attach
+from interrupt_sidecar_client._sync_tool import ToolRun, attach
+from interrupt_sidecar_client._tool import AsyncToolRun
 from interrupt_sidecar_client._tool import attach as aio_attach
 from interrupt_sidecar_client._types import (
     BegunExecution,
@@ -205,6 +206,25 @@ class Turn:
     #: True from the watch's snapshot until it ends: only then do its events tell anything.
     _watching: bool = field(default=False, repr=False)
     _unconfirmed: list[int] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def _attached(
+        cls,
+        framework: str,
+        begun: BegunExecution,
+        run: AsyncToolRun | ToolRun,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> Turn:
+        """The turn of ``begun`` whose ``<framework>:turn`` tool is attached as ``run``."""
+        return cls(
+            framework=framework,
+            execution_id=begun.execution_id,
+            address=run.address,
+            token=begun.attach_token,
+            signal=run.signal,
+            grace=run.grace or begun.execution.grace or timedelta(milliseconds=500),
+            _loop=loop,
+        )
 
     @property
     def interrupted(self) -> bool:
@@ -421,6 +441,7 @@ class TurnSettings:
     is written there (atomically) for MCP servers behind ``interrupt-sidecar mcp``.
     """
 
+    # In the order of the adapters' keyword arguments, so that each passes them on in one line.
     framework: str
     coordinator: AsyncCoordinator | None = None
     address: str | None = None
@@ -455,16 +476,7 @@ def open_turn(
     ``token_file``: write the turn's attach token there (atomically) for MCP servers behind
     ``interrupt-sidecar mcp --token-file`` (see :func:`bridge_stdio`).
     """
-    settings = TurnSettings(
-        framework,
-        coordinator=coordinator,
-        address=address,
-        context_id=context_id,
-        grace=grace,
-        labels=labels,
-        token_file=token_file,
-    )
-    return settings.open(execution)
+    return TurnSettings(framework, coordinator, address, context_id, grace, labels, token_file).open(execution)
 
 
 @contextlib.asynccontextmanager
@@ -488,16 +500,8 @@ async def _open_turn(settings: TurnSettings, execution: BegunExecution | None) -
             address=begun.address,
             token=begun.attach_token,
         )
-        turn = Turn(
-            framework=framework,
-            execution_id=begun.execution_id,
-            address=run.address,
-            token=begun.attach_token,
-            signal=run.signal,
-            grace=run.grace or begun.execution.grace or timedelta(milliseconds=500),
-            _loop=asyncio.get_running_loop(),
-        )
         loop = asyncio.get_running_loop()
+        turn = Turn._attached(framework, begun, run, loop)
         # The listener runs on whichever thread trips the signal: hop to the turn's loop,
         # where the framework's task lives.
         run.signal.on_cancel(lambda: loop.call_soon_threadsafe(turn._fire))
@@ -609,14 +613,7 @@ def _run_blocking(
             address=begun.address,
             token=begun.attach_token,
         )
-        turn = Turn(
-            framework=framework,
-            execution_id=begun.execution_id,
-            address=run.address,
-            token=begun.attach_token,
-            signal=run.signal,
-            grace=run.grace or begun.execution.grace or timedelta(milliseconds=500),
-        )
+        turn = Turn._attached(framework, begun, run)
         try:
             # Entering raises CancelledExecution when the execution tripped before the call
             # began: the call never starts, not one model call is made.

@@ -215,15 +215,7 @@ class InterruptibleCrew:
         token_file: str | None = None,
     ) -> None:
         self.crew = crew
-        self._settings = TurnSettings(
-            FRAMEWORK,
-            coordinator=coordinator,
-            address=address,
-            context_id=context_id,
-            grace=grace,
-            labels=labels,
-            token_file=token_file,
-        )
+        self._settings = TurnSettings(FRAMEWORK, coordinator, address, context_id, grace, labels, token_file)
         _install_hook()
 
     def kickoff(self, inputs: dict[str, Any] | None = None, *, execution: BegunExecution | None = None) -> Any:

@@ -197,15 +197,7 @@ class InterruptibleGraph:
         token_file: str | None = None,
     ) -> None:
         self.graph = graph
-        self._settings = TurnSettings(
-            FRAMEWORK,
-            coordinator=coordinator,
-            address=address,
-            context_id=context_id,
-            grace=grace,
-            labels=labels,
-            token_file=token_file,
-        )
+        self._settings = TurnSettings(FRAMEWORK, coordinator, address, context_id, grace, labels, token_file)
 
     async def _history(self, turn: Turn, config: RunnableConfig | None) -> list[Any] | None:
         if getattr(self.graph, "checkpointer", None) is None or not (config or {}).get("configurable"):

@@ -199,15 +199,7 @@ class InterruptibleRunner:
         labels: Mapping[str, str] | None = None,
         token_file: str | None = None,
     ) -> None:
-        self._settings = TurnSettings(
-            FRAMEWORK,
-            coordinator=coordinator,
-            address=address,
-            context_id=context_id,
-            grace=grace,
-            labels=labels,
-            token_file=token_file,
-        )
+        self._settings = TurnSettings(FRAMEWORK, coordinator, address, context_id, grace, labels, token_file)
 
     async def run(
         self, agent: Agent[Any], input: str | list[Any], *, execution: BegunExecution | None = None, **kwargs: Any
