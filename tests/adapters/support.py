@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -82,6 +83,29 @@ def assert_all_gone(pids: list[int], timeout: float = 5.0) -> None:
                 os.kill(pid, 9)
             raise AssertionError(f"survivors: {survivors}")
         time.sleep(0.02)
+
+
+class TreeInterrupter:
+    """A thread that interrupts ``context_id`` once a tool's tree has written its pids, for
+    tests of a blocking call: ``with TreeInterrupter(...) as tree:`` around the call; after
+    the call ``tree.pids`` are the tree's pids and ``tree.t0`` the moment of the interrupt."""
+
+    def __init__(self, pidfile: Path, address: str, context_id: str, *, count: int = 2) -> None:
+        self.pids: list[int] = []
+        self.t0 = 0.0
+        self._thread = threading.Thread(target=self._interrupt, args=(pidfile, address, context_id, count))
+
+    def _interrupt(self, pidfile: Path, address: str, context_id: str, count: int) -> None:
+        self.pids.extend(pids_of(pidfile, count=count))
+        self.t0 = time.monotonic()
+        interrupt_context(address, context_id)
+
+    def __enter__(self) -> TreeInterrupter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._thread.join(30)
 
 
 def interrupt_context(address: str, context_id: str) -> None:

@@ -35,7 +35,17 @@ from interrupt_sidecar_client.adapters.crewai import (
 from mcp import StdioServerParameters
 from pydantic import Field
 
-from tests.adapters.support import GRACE, MARGIN, assert_all_gone, interrupt_context, pids_of, tree_command
+from tests.adapters.support import (
+    GRACE,
+    MARGIN,
+    TreeInterrupter,
+    assert_all_gone,
+    interrupt_context,
+    pids_of,
+    stubborn_tree_command,
+    survivors_now,
+    tree_command,
+)
 from tests.conftest import DaemonProcess
 
 
@@ -236,6 +246,38 @@ async def test_a_tools_process_tree_is_killed_setsid_grandchild_included(
     assert time.monotonic() - t0 < GRACE + MARGIN
     assert_all_gone(pids, timeout=1.0)
     assert caught.value.history is not None and len(caught.value.history) == 1
+    assert len(llm.sent) == 1
+
+
+#: The SIGKILL comes this long after the trip: the gap a kickoff returning at the leader's death shows.
+KILL_AFTER = 1.0
+
+
+@pytest.mark.timeout(60)
+def test_kickoff_returns_only_once_the_daemon_reports_the_tree_gone(daemon: DaemonProcess, tmp_path: Path) -> None:
+    """The leader dies at SIGTERM; a setsid grandchild ignoring it lives until the SIGKILL
+    ``KILL_AFTER`` later. The blocking kickoff must not raise in between (checked at once)."""
+    pidfile = tmp_path / "pids"
+
+    class Build(BaseTool):
+        name: str = "build"
+        description: str = "Run the build."
+
+        def _run(self, target: str) -> str:
+            with popen(stubborn_tree_command(pidfile), kill_after=KILL_AFTER) as proc:
+                return f"exit {proc.wait()}"
+
+    llm = ScriptedLLM([tool_call("build", '{"target": "all"}'), "too late"])
+    crew = InterruptibleCrew(
+        crew_of(llm, [interruptible_tool(Build())]), address=daemon.address, context_id="crew-stubborn", grace=GRACE
+    )
+    with TreeInterrupter(pidfile, daemon.address, "crew-stubborn") as tree:
+        with pytest.raises(TurnInterrupted) as caught:
+            crew.kickoff({})
+        assert len(tree.pids) == 2
+        assert survivors_now(tree.pids) == [], "kickoff raised while the daemon was still killing the tree"
+    assert time.monotonic() - tree.t0 < GRACE + KILL_AFTER + MARGIN
+    assert caught.value.unconfirmed_pgids == []
     assert len(llm.sent) == 1
 
 

@@ -30,6 +30,7 @@ from langgraph.graph import END, START, StateGraph
 from tests.adapters.support import (
     GRACE,
     MARGIN,
+    TreeInterrupter,
     assert_all_gone,
     interrupt_context,
     pids_of,
@@ -259,21 +260,11 @@ def test_invoke_returns_only_once_the_daemon_reports_the_tree_gone(daemon: Daemo
     build = stubborn_tools(pidfile)["sync"]
     agent = create_agent(model(calling(build.name, {"target": "all"})), tools=interruptible_tools([build]))
     graph = InterruptibleGraph(agent, address=daemon.address, context_id="lg-stubborn-invoke", grace=GRACE)
-    pids: list[int] = []
-
-    def interrupter() -> None:
-        pids.extend(pids_of(pidfile, count=2))
-        interrupt_context(daemon.address, "lg-stubborn-invoke")
-
-    thread = threading.Thread(target=interrupter)
-    thread.start()
-    try:
+    with TreeInterrupter(pidfile, daemon.address, "lg-stubborn-invoke") as tree:
         with pytest.raises(TurnInterrupted) as caught:
             graph.invoke({"messages": [HumanMessage("go")]})
-        assert len(pids) == 2
-        assert survivors_now(pids) == [], "the call returned while the daemon was still killing the tree"
-    finally:
-        thread.join(30)
+        assert len(tree.pids) == 2
+        assert survivors_now(tree.pids) == [], "the call returned while the daemon was still killing the tree"
     assert caught.value.unconfirmed_pgids == []
 
 
@@ -336,8 +327,31 @@ async def test_a_tool_call_of_a_tripped_turn_is_refused_without_running(daemon: 
         agent = create_agent(model(calling("crunch", {"steps": 1})), tools=[crunch])
         with pytest.raises(TurnInterrupted):
             await InterruptibleGraph(agent).ainvoke({"messages": [HumanMessage("go")]}, execution=begun)
+        # The blocking invoke too: TurnInterrupted (its attach is refused), not a bare CancelledExecution.
+        with pytest.raises(TurnInterrupted) as caught:
+            await asyncio.to_thread(
+                InterruptibleGraph(agent).invoke, {"messages": [HumanMessage("go")]}, execution=begun
+            )
+        assert caught.value.execution_id == begun.execution_id and caught.value.calls == []
         assert not probe.started.is_set()
         coordinator.end(begun.execution_id)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("how", ["ainvoke", "invoke"])
+async def test_each_call_writes_its_turns_token_file(daemon: DaemonProcess, tmp_path: Path, how: str) -> None:
+    token_file = tmp_path / "turn-token"
+    agent = create_agent(model(AIMessage("done")), tools=[])
+    graph = InterruptibleGraph(agent, token_file=str(token_file))
+    with Coordinator(daemon.address) as coordinator:
+        begun = coordinator.begin(context_id=f"lg-token-{how}", grace=GRACE)
+        if how == "ainvoke":
+            state = await graph.ainvoke({"messages": [HumanMessage("go")]}, execution=begun)
+        else:
+            state = await asyncio.to_thread(graph.invoke, {"messages": [HumanMessage("go")]}, execution=begun)
+        coordinator.end(begun.execution_id)
+    assert state["messages"][-1].content == "done"
+    assert token_file.read_text() == begun.attach_token
 
 
 @pytest.mark.timeout(60)

@@ -48,6 +48,42 @@ async def aeventually(predicate: Callable[[], bool], *, timeout: float = WAIT_S,
         await asyncio.sleep(0.01)
 
 
+#: Where :func:`latch_async_spawn` can hold ``create_subprocess_exec``'s spawn.
+SPAWN_WINDOWS = ("asyncio's spawn", "the registration")
+
+
+def latch_async_spawn(monkeypatch: Any, window: str, gate: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Make every async spawn of the test await ``gate()`` in ``window`` (after the fork):
+
+    * "asyncio's spawn": while asyncio is still making the child's transport — the task that
+      called ``create_subprocess_exec`` waits for it inside asyncio, where a cancel of that
+      task runs asyncio's own cleanup (a SIGKILL of the leader alone);
+    * "the registration": at the start of the group's registration with the daemon, in the
+      task that registers.
+    """
+    if window == "asyncio's spawn":
+        from asyncio import base_subprocess
+
+        connect = base_subprocess.BaseSubprocessTransport._connect_pipes
+
+        async def latched_connect(self: Any, waiter: Any) -> None:
+            await gate()
+            await connect(self, waiter)
+
+        monkeypatch.setattr(base_subprocess.BaseSubprocessTransport, "_connect_pipes", latched_connect)
+    else:
+        assert window == "the registration", window
+        from interrupt_sidecar_client._registrar import AsyncTerminatorRegistrar
+
+        register = AsyncTerminatorRegistrar.register_process_group
+
+        async def latched_register(self: AsyncTerminatorRegistrar, pgid: int, **kwargs: Any) -> Any:
+            await gate()
+            return await register(self, pgid, **kwargs)
+
+        monkeypatch.setattr(AsyncTerminatorRegistrar, "register_process_group", latched_register)
+
+
 class Peer:
     """The daemon's end of one Attach stream. Its coroutines run on the fake's loop."""
 

@@ -14,16 +14,18 @@ import logging
 import os
 import signal as signal_module
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from datetime import timedelta
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from interrupt_sidecar_client._errors import NotFound
 from interrupt_sidecar_client._interrupt import InterruptDeferral, defer_interrupts
 from interrupt_sidecar_client._terminator import Terminator, TerminatorKind
 
-__all__ = ["AsyncGroupRegistrar", "AsyncManagedProcess", "GroupRegistrar", "ManagedProcess"]
+__all__ = ["AsyncGroupRegistrar", "AsyncManagedProcess", "GroupRegistrar", "ManagedProcess", "finish_despite_cancels"]
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +151,34 @@ class AsyncManagedProcess:
             await self.process.wait()
 
 
+async def finish_despite_cancels(work: Awaitable[T]) -> tuple[T, bool]:
+    """Await ``work`` to its end in a task of its own, even while the calling task is cancelled.
+
+    Returns its result and whether a cancel of the caller was held back meanwhile: the caller
+    raises it (``asyncio.CancelledError``) once its own cleanup is in place. If ``work``
+    fails after such a cancel, the cancel is raised, from its error. The async counterpart of
+    :func:`~interrupt_sidecar_client._interrupt.defer_interrupts`.
+    """
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.cancelled():
+                raise  # the work itself was cancelled (the loop is closing): nothing to finish
+            # The caller's cancel: the shield keeps it from the work, which goes on; each
+            # further cancel lands here again. The task's cancel count stays raised, as it
+            # must for the CancelledError raised later (asyncio.timeout reads it).
+            cancelled = True
+        except BaseException as error:
+            if cancelled:
+                raise asyncio.CancelledError from error
+            raise
+        else:
+            return result, cancelled
+
+
 async def create_subprocess_exec(
     registrar: AsyncGroupRegistrar,
     program: str | os.PathLike[str],
@@ -159,7 +189,34 @@ async def create_subprocess_exec(
     **kwargs: Any,
 ) -> AsyncManagedProcess:
     registrar._check(TerminatorKind.PROCESS_GROUP)  # refuse before starting anything
-    process = await asyncio.create_subprocess_exec(program, *args, **_own_group(kwargs))
+    kwargs = _own_group(kwargs)
+    # A cancel of the calling task landing between the fork and the registration would leave
+    # processes nobody kills: asyncio's own cleanup of a cancelled create_subprocess_exec
+    # (after the fork, while it makes the child's transport) SIGKILLs the leader only, and
+    # _spawn's cleanup of a cancelled registration the leader's group only; the rest of the
+    # group, or a setsid descendant, lives on unregistered. So the spawn and the registration
+    # run to their end in a task of their own; a cancel that came meanwhile is raised once
+    # the child has been cleaned up as the caller's `async with` would have.
+    managed, cancelled = await finish_despite_cancels(
+        _spawn(registrar, program, args, signal=signal, kill_after=kill_after, terminator_id=terminator_id, **kwargs)
+    )
+    if cancelled:
+        await finish_despite_cancels(managed.__aexit__(asyncio.CancelledError, None, None))
+        raise asyncio.CancelledError
+    return managed
+
+
+async def _spawn(
+    registrar: AsyncGroupRegistrar,
+    program: str | os.PathLike[str],
+    args: Sequence[str | os.PathLike[str]],
+    *,
+    signal: int,
+    kill_after: timedelta | float | None,
+    terminator_id: str | None,
+    **kwargs: Any,
+) -> AsyncManagedProcess:
+    process = await asyncio.create_subprocess_exec(program, *args, **kwargs)
     managed = AsyncManagedProcess(process, registrar)
     try:
         managed.terminator = await registrar.register_process_group(

@@ -263,7 +263,10 @@ class AsyncTerminatorRegistrar:
         """Start ``program`` in a new process group and register the group (EXTERNALLY_TERMINATED).
 
         A thin wrapper over ``asyncio.create_subprocess_exec`` (``start_new_session=True``);
-        see :class:`~interrupt_sidecar_client.aio.AsyncManagedProcess`.
+        see :class:`~interrupt_sidecar_client.aio.AsyncManagedProcess`. A cancel of the
+        calling task is held until the child is started and its group registered, then
+        raised once the group is unregistered and SIGKILLed (as leaving ``async with`` does):
+        asyncio's own cleanup of a cancelled spawn would kill the leader alone.
         """
         return await create_subprocess_exec(
             self, program, *args, signal=signal, kill_after=kill_after, terminator_id=terminator_id, **kwargs

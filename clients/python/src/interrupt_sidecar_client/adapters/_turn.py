@@ -2,13 +2,15 @@
 
 No framework is imported here. A framework adapter:
 
-1. opens a :class:`Turn` (:func:`open_turn`): an execution it begins (or one the runtime
+1. keeps its constructor's settings in a :class:`TurnSettings` and opens a :class:`Turn`
+   with it (``settings.open(execution)``): an execution it begins (or one the runtime
    began), attached as a COOPERATIVE tool named ``<framework>:turn`` whose signal is the
    turn's — so the daemon sees the framework call itself unwind, and a call that outlives
    the grace shows as a grace overrun;
 2. runs the framework call in a task of its own (:func:`run_turn`) and maps the trip to
    the framework's own cancel (cancelling that task, or a callback such as
-   ``RunResultStreaming.cancel``);
+   ``RunResultStreaming.cancel``); a blocking framework call runs in the calling thread,
+   attached THREAD_INTERRUPT instead (:func:`run_blocking_turn`);
 3. runs each tool call through :func:`call_sync` (the tool's body in the thread that runs
    it, attached THREAD_INTERRUPT) or :func:`call_async` (attached COOPERATIVE, the body in
    a task the adapter cancels at the trip), which refuse calls of a tripped turn and turn
@@ -40,9 +42,11 @@ from interrupt_sidecar_client._coordinator import AsyncCoordinator
 from interrupt_sidecar_client._errors import CancelledExecution
 from interrupt_sidecar_client._interrupt import defer_interrupts
 from interrupt_sidecar_client._loop import shared_loop
-from interrupt_sidecar_client._process import AsyncManagedProcess, ManagedProcess
+from interrupt_sidecar_client._process import AsyncManagedProcess, ManagedProcess, finish_despite_cancels
 from interrupt_sidecar_client._signal import CancellationSignal, CancellationSource
-from interrupt_sidecar_client._sync_tool import attach
+from interrupt_sidecar_client._sync_coordinator import Coordinator
+from interrupt_sidecar_client._sync_tool import ToolRun, attach
+from interrupt_sidecar_client._tool import AsyncToolRun
 from interrupt_sidecar_client._tool import attach as aio_attach
 from interrupt_sidecar_client._types import (
     BegunExecution,
@@ -57,6 +61,7 @@ __all__ = [
     "InterruptedCall",
     "Turn",
     "TurnInterrupted",
+    "TurnSettings",
     "bridge_stdio",
     "call_async",
     "call_sync",
@@ -66,6 +71,7 @@ __all__ = [
     "interrupted_text",
     "open_turn",
     "popen",
+    "run_blocking_turn",
     "run_turn",
 ]
 
@@ -201,6 +207,25 @@ class Turn:
     _watching: bool = field(default=False, repr=False)
     _unconfirmed: list[int] = field(default_factory=list, repr=False)
 
+    @classmethod
+    def _attached(
+        cls,
+        framework: str,
+        begun: BegunExecution,
+        run: AsyncToolRun | ToolRun,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> Turn:
+        """The turn of ``begun`` whose ``<framework>:turn`` tool is attached as ``run``."""
+        return cls(
+            framework=framework,
+            execution_id=begun.execution_id,
+            address=run.address,
+            token=begun.attach_token,
+            signal=run.signal,
+            grace=run.grace or begun.execution.grace or timedelta(milliseconds=500),
+            _loop=loop,
+        )
+
     @property
     def interrupted(self) -> bool:
         return self.signal.is_cancelled
@@ -243,7 +268,9 @@ class Turn:
             call.done = True
             self._lock.notify_all()
 
-    def _settle_blocking(self, timeout: float) -> None:
+    def _settle_blocking(self, timeout: float | None = None) -> None:
+        if timeout is None:
+            timeout = self.grace.total_seconds() * 2 + UNWIND_MARGIN
         deadline = time.monotonic() + timeout
         with self._lock:
             while any(not call.done for call in self._calls):
@@ -326,8 +353,6 @@ class Turn:
         """Wait (at most ``timeout``, by default the grace plus a margin) until every tool
         call of the turn has unwound; after a trip, then until the daemon reports each of
         their process trees gone (at most their kill window)."""
-        if timeout is None:
-            timeout = self.grace.total_seconds() * 2 + UNWIND_MARGIN
         await asyncio.to_thread(self._settle_blocking, timeout)
 
     def interrupted_calls(self) -> list[InterruptedCall]:
@@ -405,8 +430,36 @@ def follow_blocking(turn: Turn, address: str) -> Iterator[Turn]:
         future.cancel()
 
 
-@contextlib.asynccontextmanager
-async def open_turn(
+@dataclass(frozen=True)
+class TurnSettings:
+    """How an adapter begins its turns: the keyword arguments every ``Interruptible*`` class
+    takes, kept once.
+
+    Each turn begins an execution (on ``coordinator``, or a client made for ``address``) in
+    ``context_id`` with ``grace`` and ``labels`` (plus ``framework=<framework>``) and ends it
+    after, unless it follows one the runtime began. ``token_file``: each turn's attach token
+    is written there (atomically) for MCP servers behind ``interrupt-sidecar mcp``.
+    """
+
+    # In the order of the adapters' keyword arguments, so that each passes them on in one line.
+    framework: str
+    coordinator: AsyncCoordinator | None = None
+    address: str | None = None
+    context_id: str = ""
+    grace: timedelta | float | None = None
+    labels: Mapping[str, str] | None = None
+    token_file: str | os.PathLike[str] | None = None
+
+    def open(self, execution: BegunExecution | None = None) -> contextlib.AbstractAsyncContextManager[Turn]:
+        """A turn for the duration of an ``async with`` block: begins an execution (ended
+        after), or follows ``execution`` (begun by the runtime, left for it to end)."""
+        return _open_turn(self, execution)
+
+    def _begin_labels(self) -> dict[str, str]:
+        return {"framework": self.framework, **dict(self.labels or {})}
+
+
+def open_turn(
     framework: str,
     *,
     coordinator: AsyncCoordinator | None = None,
@@ -416,40 +469,39 @@ async def open_turn(
     grace: timedelta | float | None = None,
     labels: Mapping[str, str] | None = None,
     token_file: str | os.PathLike[str] | None = None,
-) -> AsyncIterator[Turn]:
+) -> contextlib.AbstractAsyncContextManager[Turn]:
     """A turn for the duration of the block: begins an execution (ended after), or follows
     ``execution`` (begun by the runtime, left for it to end).
 
     ``token_file``: write the turn's attach token there (atomically) for MCP servers behind
     ``interrupt-sidecar mcp --token-file`` (see :func:`bridge_stdio`).
     """
+    return TurnSettings(framework, coordinator, address, context_id, grace, labels, token_file).open(execution)
+
+
+@contextlib.asynccontextmanager
+async def _open_turn(settings: TurnSettings, execution: BegunExecution | None) -> AsyncIterator[Turn]:
+    framework = settings.framework
+    coordinator = settings.coordinator
     own_coordinator: AsyncCoordinator | None = None
     begun = execution
     if begun is None:
         if coordinator is None:
-            coordinator = own_coordinator = AsyncCoordinator(address)
+            coordinator = own_coordinator = AsyncCoordinator(settings.address)
         begun = await coordinator.begin(
-            context_id=context_id, grace=grace, labels={"framework": framework, **dict(labels or {})}
+            context_id=settings.context_id, grace=settings.grace, labels=settings._begin_labels()
         )
     try:
-        if token_file is not None:
-            _write_token(token_file, begun.attach_token)
+        if settings.token_file is not None:
+            _write_token(settings.token_file, begun.attach_token)
         run = await aio_attach(
             behavior=InterruptBehavior.COOPERATIVE,
             tool_name=f"{framework}:turn",
             address=begun.address,
             token=begun.attach_token,
         )
-        turn = Turn(
-            framework=framework,
-            execution_id=begun.execution_id,
-            address=run.address,
-            token=begun.attach_token,
-            signal=run.signal,
-            grace=run.grace or begun.execution.grace or timedelta(milliseconds=500),
-            _loop=asyncio.get_running_loop(),
-        )
         loop = asyncio.get_running_loop()
+        turn = Turn._attached(framework, begun, run, loop)
         # The listener runs on whichever thread trips the signal: hop to the turn's loop,
         # where the framework's task lives.
         run.signal.on_cancel(lambda: loop.call_soon_threadsafe(turn._fire))
@@ -519,6 +571,74 @@ async def run_turn(turn: Turn, call: Awaitable[T], *, history: Callable[[], Awai
             raise
         await turn.settle()
         raise turn.interrupted_error(await history()) from error
+
+
+def run_blocking_turn(
+    settings: TurnSettings,
+    execution: BegunExecution | None,
+    call: Callable[[], T],
+    *,
+    history: Callable[[Turn], list[Any] | None],
+) -> T:
+    """Run a blocking framework call (``call()``) as one turn, in the calling thread.
+
+    The blocking counterpart of :meth:`TurnSettings.open` with :func:`run_turn`: the thread
+    is attached THREAD_INTERRUPT as ``<framework>:turn`` and interrupted at the trip; once
+    the tool calls have unwound and the daemon has reported their process trees gone,
+    :class:`TurnInterrupted` is raised with ``history(turn)``. A turn whose execution
+    tripped before the call began never starts it.
+    """
+    with contextlib.ExitStack() as ending:
+        begun = execution
+        if begun is None:
+            address = settings.address if settings.coordinator is None else settings.coordinator.address
+            coordinator = ending.enter_context(Coordinator(address))
+            begun = coordinator.begin(
+                context_id=settings.context_id, grace=settings.grace, labels=settings._begin_labels()
+            )
+            ending.callback(coordinator.end, begun.execution_id)
+        if settings.token_file is not None:
+            _write_token(settings.token_file, begun.attach_token)
+        return _run_blocking(settings.framework, begun, call, history)
+
+
+def _run_blocking(
+    framework: str, begun: BegunExecution, call: Callable[[], T], history: Callable[[Turn], list[Any] | None]
+) -> T:
+    # The watch outlives the attach: the trees are waited for after the run has unwound.
+    with contextlib.ExitStack() as following:
+        run = attach(
+            behavior=InterruptBehavior.THREAD_INTERRUPT,
+            tool_name=f"{framework}:turn",
+            address=begun.address,
+            token=begun.attach_token,
+        )
+        turn = Turn._attached(framework, begun, run)
+        try:
+            # Entering raises CancelledExecution when the execution tripped before the call
+            # began: the call never starts, not one model call is made.
+            with run:
+                # Watched from before any tool call: a watch has no history, so a group's
+                # Gone published before it began would never be seen.
+                following.enter_context(follow_blocking(turn, begun.address))
+                try:
+                    with turn.activate():
+                        return call()
+                except Exception:
+                    if turn.interrupted:
+                        # Whatever the framework made of the interrupt (it lands as
+                        # CancelledExecution in this thread; CrewAI may surface it as its
+                        # hook's refusal of the next model call), the run was interrupted.
+                        run.unwind(ToolOutcome.INTERRUPTED)
+                    raise
+        except Exception as error:
+            # The interrupt may also land in the attach's own code (its __exit__ turns a late
+            # ThreadInterrupted into CancelledExecution): all of it is the trip once tripped.
+            if not turn.interrupted:
+                raise
+            stopped = error
+        turn._settle_blocking()
+    raise turn.interrupted_error(history(turn)) from stopped
 
 
 # -- tool calls ------------------------------------------------------------------------
@@ -694,33 +814,40 @@ async def create_subprocess_exec(
             token=scope.turn.token,
         )
     async with local as run:
-        process = await run.registrar.create_subprocess_exec(program, *args, kill_after=kill_after, **kwargs)
-        if scope is not None:
-            scope.turn._track(run.tool_id, process.terminator, process.pgid, _kill_window(run.grace, kill_after))
+        window = _kill_window(run.grace, kill_after)
+
+        async def spawn() -> AsyncManagedProcess:
+            process = await run.registrar.create_subprocess_exec(program, *args, kill_after=kill_after, **kwargs)
+            if scope is not None:
+                scope.turn._track(run.tool_id, process.terminator, process.pgid, window)
+            return process
+
+        # The adapter cancels the tool's task at the trip, the very moment the daemon starts
+        # killing the tool's trees. A cancel landing between the fork and the tracking would
+        # have the helper kill the leader (or its group) itself, orphaning a setsid grandchild
+        # the daemon never saw, and leave the turn blind to the group. So the spawn, the
+        # registration and the tracking run to their end whatever comes (the registrar's own
+        # hold then sees no cancel), and a cancel held back meanwhile is raised below, inside
+        # the `finally` that waits for the daemon's kill.
+        process, cancelled = await finish_despite_cancels(spawn())
         async with process:
             try:
+                if cancelled:
+                    raise asyncio.CancelledError
                 yield process
             finally:
                 if _tripped(run.signal, scope) and process.returncode is None:
-                    await _outlast_cancels(process.process.wait(), _kill_window(run.grace, kill_after))
+                    await _outlast_cancels(process.process.wait(), window)
 
 
 async def _outlast_cancels(waiting: Awaitable[object], timeout: float) -> None:
     """Await ``waiting`` up to ``timeout`` even while this task is being cancelled (the tool's
     task is cancelled at the same trip the daemon kills its processes for); a cancel that
     arrives meanwhile is raised after."""
-    future = asyncio.ensure_future(waiting)
-    deadline = asyncio.get_running_loop().time() + timeout
-    cancelled = False
-    while not future.done():
-        remaining = deadline - asyncio.get_running_loop().time()
-        if remaining <= 0:
-            future.cancel()
-            break
-        try:
-            await asyncio.wait({future}, timeout=remaining)
-        except asyncio.CancelledError:
-            cancelled = True
+    try:
+        _, cancelled = await finish_despite_cancels(asyncio.wait_for(waiting, timeout))
+    except TimeoutError:
+        return  # not cancelled meanwhile (a held cancel is raised instead): give up waiting
     if cancelled:
         raise asyncio.CancelledError
 

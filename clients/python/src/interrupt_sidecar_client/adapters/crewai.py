@@ -32,7 +32,6 @@ Requires ``crewai`` (``pip install 'interrupt-sidecar-client[crewai]'``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import itertools
 import threading
@@ -48,15 +47,12 @@ from crewai.tools import tool as as_tool
 from crewai.tools.base_tool import Tool
 
 from interrupt_sidecar_client._coordinator import AsyncCoordinator
-from interrupt_sidecar_client._errors import CancelledExecution
-from interrupt_sidecar_client._sync_coordinator import Coordinator
-from interrupt_sidecar_client._sync_tool import attach
-from interrupt_sidecar_client._types import BegunExecution, InterruptBehavior, ToolOutcome
+from interrupt_sidecar_client._types import BegunExecution
 from interrupt_sidecar_client.adapters._turn import (
     InterruptedCall,
     Turn,
     TurnInterrupted,
-    _write_token,
+    TurnSettings,
     bridge_stdio,
     call_async,
     call_sync,
@@ -64,6 +60,7 @@ from interrupt_sidecar_client.adapters._turn import (
     current_turn,
     open_turn,
     popen,
+    run_blocking_turn,
     run_turn,
 )
 
@@ -218,71 +215,14 @@ class InterruptibleCrew:
         token_file: str | None = None,
     ) -> None:
         self.crew = crew
-        self._coordinator = coordinator
-        self._address = address
-        self._context_id = context_id
-        self._grace = grace
-        self._labels = labels
-        self._token_file = token_file
+        self._settings = TurnSettings(FRAMEWORK, coordinator, address, context_id, grace, labels, token_file)
         _install_hook()
 
     def kickoff(self, inputs: dict[str, Any] | None = None, *, execution: BegunExecution | None = None) -> Any:
         """``Crew.kickoff`` as one turn, blocking: the calling thread runs the crew and is the
-        one interrupted at the trip (THREAD_INTERRUPT), then :class:`TurnInterrupted`."""
-        coordinator: Coordinator | None = None
-        begun = execution
-        if begun is None:
-            coordinator = Coordinator(self._address if self._coordinator is None else self._coordinator.address)
-            begun = coordinator.begin(
-                context_id=self._context_id, grace=self._grace, labels={"framework": FRAMEWORK, **(self._labels or {})}
-            )
-        try:
-            if self._token_file is not None:
-                _write_token(self._token_file, begun.attach_token)
-            with contextlib.ExitStack() as stack:
-                try:
-                    run = stack.enter_context(
-                        attach(
-                            behavior=InterruptBehavior.THREAD_INTERRUPT,
-                            tool_name=f"{FRAMEWORK}:turn",
-                            address=begun.address,
-                            token=begun.attach_token,
-                        )
-                    )
-                except CancelledExecution as refused:
-                    # The execution tripped before the kickoff began: nothing runs, not
-                    # one model call.
-                    raise TurnInterrupted(
-                        refused.cancellation, execution_id=begun.execution_id, history=[]
-                    ) from refused
-                turn = Turn(
-                    framework=FRAMEWORK,
-                    execution_id=begun.execution_id,
-                    address=run.address,
-                    token=begun.attach_token,
-                    signal=run.signal,
-                    grace=run.grace or timedelta(milliseconds=500),
-                )
-                try:
-                    with turn.activate():
-                        return self.crew.kickoff(inputs=inputs)
-                except Exception as stopped:
-                    # The interrupt lands as CancelledExecution in this thread, or surfaces as
-                    # the hook's refusal of the next model call (HookAborted), or whatever
-                    # CrewAI made of either: all of them are the trip when the turn tripped.
-                    if not turn.interrupted:
-                        raise
-                    run.unwind(ToolOutcome.INTERRUPTED)
-                    error: BaseException = stopped
-            turn._settle_blocking(turn.grace.total_seconds() * 2 + 1.0)
-            raise turn.interrupted_error(_history(turn)) from error
-        finally:
-            if coordinator is not None:
-                assert begun is not None
-                try:
-                    coordinator.end(begun.execution_id)
-                finally:
-                    coordinator.close()
+        one interrupted at the trip (THREAD_INTERRUPT), then :class:`TurnInterrupted` once the
+        tool calls have unwound and their process trees are reported gone."""
+        return run_blocking_turn(self._settings, execution, lambda: self.crew.kickoff(inputs=inputs), history=_history)
 
     async def kickoff_async(
         self, inputs: dict[str, Any] | None = None, *, execution: BegunExecution | None = None
@@ -294,16 +234,7 @@ class InterruptibleCrew:
     async def akickoff(self, inputs: dict[str, Any] | None = None, *, execution: BegunExecution | None = None) -> Any:
         """``Crew.akickoff`` (CrewAI's native async kickoff) as one turn: at the trip its task
         is cancelled, then :class:`TurnInterrupted`."""
-        async with open_turn(
-            FRAMEWORK,
-            coordinator=self._coordinator,
-            address=self._address,
-            execution=execution,
-            context_id=self._context_id,
-            grace=self._grace,
-            labels=self._labels,
-            token_file=self._token_file,
-        ) as turn:
+        async with self._settings.open(execution) as turn:
 
             async def history() -> list[Any]:
                 return _history(turn)

@@ -37,23 +37,21 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.tools import tool as as_tool
 
 from interrupt_sidecar_client._coordinator import AsyncCoordinator
-from interrupt_sidecar_client._errors import CancelledExecution
-from interrupt_sidecar_client._sync_coordinator import Coordinator
-from interrupt_sidecar_client._sync_tool import attach
-from interrupt_sidecar_client._types import BegunExecution, InterruptBehavior, ToolOutcome
+from interrupt_sidecar_client._types import BegunExecution
 from interrupt_sidecar_client.adapters._turn import (
     InterruptedCall,
     Turn,
     TurnInterrupted,
+    TurnSettings,
     bridge_stdio,
     call_async,
     call_sync,
     create_subprocess_exec,
     current_turn,
-    follow_blocking,
     interrupted_text,
     open_turn,
     popen,
+    run_blocking_turn,
     run_turn,
 )
 
@@ -199,24 +197,7 @@ class InterruptibleGraph:
         token_file: str | None = None,
     ) -> None:
         self.graph = graph
-        self._coordinator = coordinator
-        self._address = address
-        self._context_id = context_id
-        self._grace = grace
-        self._labels = labels
-        self._token_file = token_file
-
-    def _open(self, execution: BegunExecution | None) -> Any:
-        return open_turn(
-            FRAMEWORK,
-            coordinator=self._coordinator,
-            address=self._address,
-            execution=execution,
-            context_id=self._context_id,
-            grace=self._grace,
-            labels=self._labels,
-            token_file=self._token_file,
-        )
+        self._settings = TurnSettings(FRAMEWORK, coordinator, address, context_id, grace, labels, token_file)
 
     async def _history(self, turn: Turn, config: RunnableConfig | None) -> list[Any] | None:
         if getattr(self.graph, "checkpointer", None) is None or not (config or {}).get("configurable"):
@@ -240,7 +221,7 @@ class InterruptibleGraph:
         **kwargs: Any,
     ) -> Any:
         """``graph.ainvoke`` as one turn; raises :class:`TurnInterrupted` at the trip."""
-        async with self._open(execution) as turn:
+        async with self._settings.open(execution) as turn:
             return await run_turn(
                 turn, self.graph.ainvoke(input, config, **kwargs), history=lambda: self._history(turn, config)
             )
@@ -257,7 +238,7 @@ class InterruptibleGraph:
 
         The stream is read by a task of the adapter's (the one the trip cancels), so the
         consumer's own task is never cancelled."""
-        async with self._open(execution) as turn:
+        async with self._settings.open(execution) as turn:
             chunks: asyncio.Queue[Any] = asyncio.Queue()
             end = object()
 
@@ -286,47 +267,14 @@ class InterruptibleGraph:
         **kwargs: Any,
     ) -> Any:
         """``graph.invoke`` as one turn, blocking: the calling thread runs the graph and is the
-        one interrupted at the trip (THREAD_INTERRUPT), then :class:`TurnInterrupted`."""
-        coordinator: Coordinator | None = None
-        begun = execution
-        if begun is None:
-            coordinator = Coordinator(self._address if self._coordinator is None else self._coordinator.address)
-            begun = coordinator.begin(
-                context_id=self._context_id, grace=self._grace, labels={"framework": FRAMEWORK, **(self._labels or {})}
-            )
-        try:
-            # The watch outlives the attach: the trees are waited for after the run unwound.
-            with contextlib.ExitStack() as following:
-                with attach(
-                    behavior=InterruptBehavior.THREAD_INTERRUPT,
-                    tool_name=f"{FRAMEWORK}:turn",
-                    address=begun.address,
-                    token=begun.attach_token,
-                ) as run:
-                    turn = Turn(
-                        framework=FRAMEWORK,
-                        execution_id=begun.execution_id,
-                        address=run.address,
-                        token=begun.attach_token,
-                        signal=run.signal,
-                        grace=run.grace or timedelta(milliseconds=500),
-                    )
-                    following.enter_context(follow_blocking(turn, begun.address))
-                    try:
-                        with turn.activate():
-                            return self.graph.invoke(input, config, **kwargs)
-                    except CancelledExecution as stopped:
-                        run.unwind(ToolOutcome.INTERRUPTED)
-                        error = stopped
-                turn._settle_blocking(turn.grace.total_seconds() * 2 + 1.0)
-            raise turn.interrupted_error(self._history_sync(turn, config)) from error
-        finally:
-            if coordinator is not None:
-                assert begun is not None
-                try:
-                    coordinator.end(begun.execution_id)
-                finally:
-                    coordinator.close()
+        one interrupted at the trip (THREAD_INTERRUPT), then :class:`TurnInterrupted` once the
+        tool calls have unwound and their process trees are reported gone."""
+        return run_blocking_turn(
+            self._settings,
+            execution,
+            lambda: self.graph.invoke(input, config, **kwargs),
+            history=lambda turn: self._history_sync(turn, config),
+        )
 
     def _history_sync(self, turn: Turn, config: RunnableConfig | None) -> list[Any] | None:
         if getattr(self.graph, "checkpointer", None) is None or not (config or {}).get("configurable"):

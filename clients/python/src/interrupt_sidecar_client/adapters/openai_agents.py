@@ -43,6 +43,7 @@ from interrupt_sidecar_client.adapters._turn import (
     InterruptedCall,
     Turn,
     TurnInterrupted,
+    TurnSettings,
     bridge_stdio,
     call_async,
     call_sync,
@@ -198,24 +199,7 @@ class InterruptibleRunner:
         labels: Mapping[str, str] | None = None,
         token_file: str | None = None,
     ) -> None:
-        self._coordinator = coordinator
-        self._address = address
-        self._context_id = context_id
-        self._grace = grace
-        self._labels = labels
-        self._token_file = token_file
-
-    def _open(self, execution: BegunExecution | None) -> Any:
-        return open_turn(
-            FRAMEWORK,
-            coordinator=self._coordinator,
-            address=self._address,
-            execution=execution,
-            context_id=self._context_id,
-            grace=self._grace,
-            labels=self._labels,
-            token_file=self._token_file,
-        )
+        self._settings = TurnSettings(FRAMEWORK, coordinator, address, context_id, grace, labels, token_file)
 
     async def run(
         self, agent: Agent[Any], input: str | list[Any], *, execution: BegunExecution | None = None, **kwargs: Any
@@ -224,7 +208,7 @@ class InterruptibleRunner:
         :class:`TurnInterrupted` raised, ``history`` = the input, then each interrupted
         call and its output (what else the turn produced is lost with ``Runner.run``'s
         task: use :meth:`run_streamed` to keep it)."""
-        async with self._open(execution) as turn:
+        async with self._settings.open(execution) as turn:
 
             async def history() -> list[Any]:
                 return _complete(turn, ItemHelpers.input_to_new_input_list(input))
@@ -260,7 +244,7 @@ class StreamedTurn:
         self.result: RunResultStreaming | None = None
 
     async def stream_events(self) -> AsyncIterator[Any]:
-        async with self._runner._open(self._execution) as turn:
+        async with self._runner._settings.open(self._execution) as turn:
             result = self.result = Runner.run_streamed(_with_tools(self._agent), self._input, **self._kwargs)
             turn.on_trip(lambda: result.cancel("immediate"))
             async for event in result.stream_events():
