@@ -15,7 +15,7 @@ from interrupt_sidecar.mcp import jsonrpc
 from interrupt_sidecar.mcp.jsonrpc import Era, EraTracker, parse_line, reassemble
 
 from tests.mcp.raw_agent import RawAgent
-from tests.mcp.support import BRIDGE, SCRIPTED, Turns, eventually
+from tests.mcp.support import BRIDGE, SCRIPTED, Turns, alive, eventually
 from tests.mcp.test_races import server_log
 
 
@@ -143,6 +143,20 @@ def test_exit_codes_and_opaque_lines() -> None:
     assert (done.returncode, done.stdout) == (3, b"not json at all\n")
     assert run_bridge("--", "/nonexistent/server", stdin=b"").returncode == 127
     assert run_bridge(stdin=b"").returncode == 2
+
+
+@pytest.mark.timeout(60)
+def test_a_server_that_exits_by_itself_keeps_its_code_while_a_child_holds_its_stdout(tmp_path: Path) -> None:
+    # The server exits 3 on its own, but the child it left behind holds its stdout open, so
+    # the bridge's reader cannot report the exit before shutdown kills that child. The code
+    # is still the server's: it ended the session, the bridge killed nothing of its (the
+    # bridge used to mark the dead server killed at shutdown and exit 0). Under load the
+    # plain `exit 3` above met the same race; this child makes it happen every time.
+    pidfile = tmp_path / "child.pid"
+    script = f'read line; echo "$line"; sleep 30 & echo $! > {pidfile}; exit 3'
+    done = run_bridge("--", "sh", "-c", script, stdin=b"not json at all\n")
+    assert (done.returncode, done.stdout) == (3, b"not json at all\n")
+    assert not alive(int(pidfile.read_text())), "the server's child outlived the bridge"
 
 
 @pytest.mark.timeout(60)

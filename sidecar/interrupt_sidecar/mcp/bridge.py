@@ -461,10 +461,13 @@ class Bridge:
         kill_after = self.options.kill_after if self.options.kill_after is not None else DEFAULT_GRACE_S
         if server is not None:
             await server.kill_tree(min(kill_after, 0.5), self._server_pids - {server.pid})
+        # And whatever else is below the bridge: orphans of earlier servers and calls. Before
+        # the wait below: an orphan that inherited the server's stdout keeps its reader from
+        # the end of the stream, and so from reporting the exit (and its code) at all.
+        await processes.kill(self.pid, spare_pids=self._server_pids, kill_after=min(kill_after, 0.5))
+        if server is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(server.exited(), 1.0)
-        # And whatever else is below the bridge: orphans of earlier servers and calls.
-        await processes.kill(self.pid, spare_pids=self._server_pids, kill_after=min(kill_after, 0.5))
         for task in list(self._tasks):
             task.cancel()
         for run in list(self._runs):

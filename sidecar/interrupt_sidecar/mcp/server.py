@@ -113,9 +113,15 @@ class ServerProcess:
     async def kill_tree(self, kill_after: float, keep: Collection[int] = ()) -> processes.KillReport:
         """Stop the server and everything below it: SIGTERM, SIGKILL after ``kill_after`` s.
         ``keep``: pids of other servers of the bridge (a restarted one may already run)."""
-        self.killed_by_bridge = True
         if self._process is None:
+            self.killed_by_bridge = True
             return processes.KillReport()
+        # Killed by the bridge only if it was still running: a server that had exited by
+        # itself (reaped, its code known) ended the session, even when its reader has not
+        # reported the exit yet because a descendant still holds its stdout. Marking it
+        # killed would lose its exit code, which is the bridge's (docs/mcp.md).
+        if self._process.returncode is None:
+            self.killed_by_bridge = True
         # Its tree is taken first: once the server is gone, its orphans are the bridge's
         # children, indistinguishable by parentage from a new server's.
         members = {(p.pid, p.start) for p in processes.tree(self._process.pid)}
