@@ -166,9 +166,19 @@ def build_python(out: Path, sbom: Path, version: str) -> None:
     run([sys.executable, "-m", "twine", "check", "--strict", *sorted(python.iterdir())])
     # The daemon's SBOM is what installing its wheel brings (for this platform): the wheels
     # are installed into a venv of their own and cyclonedx-py describes that environment.
+    # The venv has no pip of its own (this one installs into it), so the SBOM lists only
+    # what the wheels need.
     venv = STAGING / "sbom-venv"
-    run([sys.executable, "-m", "venv", venv])
-    run([venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", *python.glob("*.whl")])
+    run([sys.executable, "-m", "venv", "--without-pip", venv])
+    pip: list[str | Path] = [
+        sys.executable,
+        "-m",
+        "pip",
+        "--disable-pip-version-check",
+        "--python",
+        venv / "bin" / "python",
+    ]
+    run([*pip, "install", "-q", *sorted(python.glob("*.whl"))])
     run(
         [
             sys.executable,
