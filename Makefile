@@ -25,9 +25,10 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml clients/python/pyproject.toml
 	$(PIP) install -e ./clients/python -e .
 	touch $@
 
-# The test extras, plus the benchmark's (matplotlib: mypy checks bench/, and the smoke runs it).
+# The test extras, plus the benchmark's (matplotlib: mypy checks bench/, and the smoke runs it)
+# and the release's (tests/release runs scripts/release.py).
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
-	$(PIP) install -e './clients/python' -e '.[test,bench]'
+	$(PIP) install -e './clients/python' -e '.[test,bench,release]'
 	touch $@
 
 $(BUF): tools/package.json tools/package-lock.json
