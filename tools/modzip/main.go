@@ -1,5 +1,6 @@
 // Command modzip writes a Go module version as a module proxy serves it (the GOPROXY
-// protocol): <out>/<escaped module path>/@v/<version>.info, .mod and .zip.
+// protocol): <out>/<escaped module path>/@v/<version>.info, .mod and .zip, and the list
+// of versions (this one), which `go get <module>@latest` reads.
 //
 //	modzip -repo ROOT -subdir clients/go -version v1.2.3 -out DIR
 //
@@ -82,6 +83,9 @@ func run(repo, subdir, version, out string) error {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, version+".mod"), []byte(gomod), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "list"), []byte(version+"\n"), 0o644); err != nil {
 		return err
 	}
 	tree, err := os.MkdirTemp("", "modzip-")
