@@ -162,7 +162,7 @@ def run(
 def build_python(out: Path, sbom: Path, version: str) -> None:
     python = out / "python"
     for project in (ROOT / "clients" / "python", ROOT):
-        run([sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", python, project])
+        run([sys.executable, "-m", "build", "--quiet", "--sdist", "--wheel", "--outdir", python, project])
     run([sys.executable, "-m", "twine", "check", "--strict", *sorted(python.iterdir())])
     # The daemon's SBOM is what installing its wheel brings (for this platform): the wheels
     # are installed into a venv of their own and cyclonedx-py describes that environment.
@@ -319,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         # Whatever failed, no half-made release stays behind (dist/ itself is untouched).
-        shutil.rmtree(STAGING / "dist", ignore_errors=True)
+        shutil.rmtree(STAGING, ignore_errors=True)
     print(f"release: {args.version} is in {DIST.relative_to(ROOT)}/ (SHA256SUMS beside it)")
     for line in (DIST / "SHA256SUMS").read_text().splitlines():
         name = line.split("  ", 1)[1]

@@ -7,6 +7,7 @@ artifact with the tool its users would use (sha256sum, tar, gpg, the go command)
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -172,7 +173,7 @@ def test_a_failed_build_leaves_dist_as_it_was(tmp_path: Path, version: str, gnup
     assert result.returncode == 1, result.stderr
     assert "dist/ is unchanged" in result.stderr.splitlines()[-1]
     assert [path.name for path in (repo / "dist").iterdir()] == ["earlier"]
-    assert not (repo / "build" / "release" / "dist").exists()
+    assert not (repo / "build" / "release").exists()
 
 
 @pytest.mark.slow
@@ -196,6 +197,7 @@ def test_a_release_makes_every_artifact(tmp_path: Path, version: str, gnupghome:
         *maven,
         *(f"{name}.asc" for name in maven),
         *(f"go/{module}/@v/v{version}.{kind}" for kind in ("info", "mod", "zip")),
+        f"go/{module}/@v/list",
         f"helm/interrupt-sidecar-{version}.tgz",
         f"sbom/interrupt-sidecar-{version}.python.cdx.json",
         f"sbom/interrupt-sidecar-client-{version}.npm.cdx.json",
@@ -246,3 +248,14 @@ def test_a_release_makes_every_artifact(tmp_path: Path, version: str, gnupghome:
     )
     assert download.returncode == 0, download.stdout + download.stderr
     assert (gopath / "pkg" / "mod" / f"{module}@v{version}" / "go.mod").is_file()
+    # And finds the version as the latest, from the list the proxy serves.
+    latest = subprocess.run(
+        ["go", "list", "-m", "-json", f"{module}@latest"],
+        cwd=tmp_path,
+        env=goenv,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert latest.returncode == 0, latest.stderr
+    assert json.loads(latest.stdout)["Version"] == f"v{version}"
