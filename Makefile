@@ -168,6 +168,7 @@ $(VENV)/.installed-release: $(VENV)/.installed pyproject.toml
 	touch $@
 
 release: $(VENV)/.installed-release
+	@[ -n "$(VERSION)" ] || { echo "make release: say which version, VERSION=X.Y.Z (scripts/check_version.py reports the repository's)" >&2; exit 2; }
 	@if command -v go >/dev/null 2>&1; then bash scripts/ensure_helm.sh; fi
 	$(BIN)/python scripts/release.py $(VERSION)
 
