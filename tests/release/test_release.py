@@ -238,24 +238,16 @@ def test_a_release_makes_every_artifact(tmp_path: Path, version: str, gnupghome:
         "GOFLAGS": "-modcacherw",
     }
     goenv.pop("GOMODCACHE", None)
-    download = subprocess.run(
-        ["go", "mod", "download", "-json", f"{module}@v{version}"],
-        cwd=tmp_path,
-        env=goenv,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert download.returncode == 0, download.stdout + download.stderr
+
+    def go(*args: str) -> str:
+        result = subprocess.run(
+            ["go", *args], cwd=tmp_path, env=goenv, capture_output=True, text=True, timeout=120, check=False
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
+
+    go("mod", "download", "-json", f"{module}@v{version}")
     assert (gopath / "pkg" / "mod" / f"{module}@v{version}" / "go.mod").is_file()
     # And finds the version as the latest, from the list the proxy serves.
-    latest = subprocess.run(
-        ["go", "list", "-m", "-json", f"{module}@latest"],
-        cwd=tmp_path,
-        env=goenv,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert latest.returncode == 0, latest.stderr
-    assert json.loads(latest.stdout)["Version"] == f"v{version}"
+    latest = go("list", "-m", "-json", f"{module}@latest")
+    assert json.loads(latest)["Version"] == f"v{version}"
