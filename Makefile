@@ -6,7 +6,8 @@
 # make docs (regenerate docs/configuration.md from the settings and exit-code tables),
 # make version-check (every manifest carries the version of sidecar/interrupt_sidecar/__init__.py),
 # make identity-check (every manifest, doc and chart default names the identity of identity.toml),
-# make test-cold (CI's command as a fresh machine runs it: a fresh clone, empty caches).
+# make test-cold (CI's command as a fresh machine runs it: a fresh clone, empty caches),
+# make release VERSION=X.Y.Z (every artifact of that version into dist/, with SHA256SUMS).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -24,9 +25,10 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml clients/python/pyproject.toml
 	$(PIP) install -e ./clients/python -e .
 	touch $@
 
-# The test extras, plus the benchmark's (matplotlib: mypy checks bench/, and the smoke runs it).
+# The test extras, plus the benchmark's (matplotlib: mypy checks bench/, and the smoke runs it)
+# and the release's (tests/release runs scripts/release.py).
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
-	$(PIP) install -e './clients/python' -e '.[test,bench]'
+	$(PIP) install -e './clients/python' -e '.[test,bench,release]'
 	touch $@
 
 $(BUF): tools/package.json tools/package-lock.json
@@ -156,6 +158,19 @@ test: check-protos lint typecheck clients pytest
 # machine would run it (scripts/test_cold.sh says what it cannot make cold).
 test-cold:
 	bash scripts/test_cold.sh
+
+# Every publishable artifact of VERSION (the one the repository says) into dist/, with
+# SHA256SUMS and SBOMs; the Maven artifacts signed with $RELEASE_GPG_KEY (scripts/release.py,
+# CONTRIBUTING.md "Releasing"). Stops with one line on a dirty tree, a version that disagrees,
+# a missing toolchain or key; a failure leaves dist/ as it was.
+$(VENV)/.installed-release: $(VENV)/.installed pyproject.toml
+	$(PIP) install -e './clients/python' -e '.[release]'
+	touch $@
+
+release: $(VENV)/.installed-release
+	@[ -n "$(VERSION)" ] || { echo "make release: say which version, VERSION=X.Y.Z (scripts/check_version.py reports the repository's)" >&2; exit 2; }
+	@if command -v go >/dev/null 2>&1; then bash scripts/ensure_helm.sh; fi
+	$(BIN)/python scripts/release.py $(VERSION)
 
 # The daemon's image, built with podman from the Dockerfile (scripts/build_image.sh:
 # the pinned base when podman has it, else a stand-in made from Debian's packages).
