@@ -20,6 +20,7 @@ count (``-s`` shows it).
 
 from __future__ import annotations
 
+import os
 import queue
 import signal
 import tempfile
@@ -384,7 +385,12 @@ def _run(machine: type[DaemonModel], name: str, examples: int, steps: int) -> No
             max_examples=examples,
             stateful_step_count=steps,
             deadline=None,
-            derandomize=name == "short",  # the short run is the same in every CI run
+            # The same examples in every run (a fixed seed per test), so that CI is
+            # deterministic: a randomized long run stalled twice in cold rehearsals with the
+            # daemon idle and the main thread busy inside Hypothesis' mutation phase
+            # (generate_mutations_from -> execute_once, never reaching a rule). Fresh
+            # exploration is one variable away.
+            derandomize=os.environ.get("INTERRUPT_SIDECAR_MODEL_RANDOM") != "1",
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
             database=None,
         ),
@@ -402,6 +408,6 @@ def test_the_daemon_follows_the_model(model_daemon: type[DaemonModel]) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800, method="thread")
+@pytest.mark.timeout(600, method="thread")  # ~30 s alone, a few minutes on a loaded machine
 def test_the_daemon_follows_the_model_for_thousands_of_steps(model_daemon: type[DaemonModel]) -> None:
     _run(model_daemon, "long", examples=100, steps=50)
