@@ -149,7 +149,8 @@ def test_pom_has_what_maven_central_requires(facts: dict[str, str]) -> None:
     # Not active unless asked for: `make test` must not download the release plugins.
     assert release.find("m:activation", POM_NS) is None
     plugins = {_text(p, "m:artifactId") for p in release.findall("m:build/m:plugins/m:plugin", POM_NS)}
-    assert plugins == {"maven-source-plugin", "maven-javadoc-plugin"}
+    # The sources and javadoc jars Maven Central requires; the profile may build more (an SBOM).
+    assert {"maven-source-plugin", "maven-javadoc-plugin"} <= plugins
 
 
 @pytest.mark.parametrize("rel", ["clients/java/conformance/pom.xml", "tests/conformance/pom.xml"])
