@@ -38,6 +38,10 @@ mkdir -p "$NEW_HOME" "$STORE/storage" "$STORE/run"
 
 cleanup() {
   local rc=$?
+  # Best effort, and never the script's status: under `set -e -o pipefail` the mount
+  # listing below (grep finding nothing) ended the trap before the directory was removed,
+  # and turned a passing run's 0 into 1.
+  set +e +o pipefail
   # Containers and images of the throwaway store, then whatever overlay mounts remain
   # below it, so that removing the directory cannot fail on a busy mount.
   if command -v podman >/dev/null 2>&1 && [[ -d "$STORE/storage" ]]; then
